@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# One prepared run for a machine with CUDA: install the project, run the cuda-marked tests, the common
+# checks with device="cuda", and the GPU rows of every benchmark that takes --device. Everything goes
+# to OUTDIR/gpu_tables.md (OUTDIR: first argument, else $OUT, else ./gpu-results).
+#
+#   bash benchmarks/gpu_wheels.sh          # here, where a package index is reachable (fills .whl/)
+#   bash benchmarks/gpu.sh "$OUT"          # there (carry .whl)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-${OUT:-gpu-results}}
+mkdir -p "$out"
+report="$out/gpu_tables.md"
+py=${PYTHON:-python3}
+export PYTHONUNBUFFERED=1
+status=0
+
+if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
+  $py -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl || status=1
+  export PYTHONPATH=/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}
+fi
+# the project itself is pure Python: an editable install when pip can build offline, else the path
+$py -m pip install -q --no-index --no-deps --no-build-isolation -e . 2>/dev/null \
+  || export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+
+{
+  echo "# GPU run, $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo
+  echo '```'
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1
+  $py -c "import torch, sklearn, sklearn_icml; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), \
+'| scikit-learn', sklearn.__version__, '| sklearn-icml', sklearn_icml.__version__)" 2>&1
+  echo '```'
+} > "$report"
+
+run() {  # run a command, log it into the report, remember failures
+  echo -e "\n## \$ $*\n\n\`\`\`" >> "$report"
+  "$@" 2>&1 | tee -a "$out/gpu_log.txt" | tail -n 25 >> "$report"
+  local rc=${PIPESTATUS[0]}
+  echo -e "\`\`\`\nexit status $rc" >> "$report"
+  [ "$rc" -eq 0 ] || status=1
+}
+
+run $py -m pytest -q -p no:cacheprovider -m cuda tests
+SKLEARN_ICML_TEST_DEVICE=cuda run $py -m pytest -q -p no:cacheprovider tests/test_common.py -x
+for bench in benchmarks/bench_*.py; do
+  [ -e "$bench" ] || continue
+  grep -q -- "bench_args" "$bench" || continue
+  echo -e "\n## $bench --device cuda\n" >> "$report"
+  $py "$bench" --quick --device cuda --output "$report" > "$out/$(basename "$bench" .py).log" 2>&1 || {
+    status=1; echo "FAILED, see $(basename "$bench" .py).log" >> "$report"; }
+done
+echo "gpu.sh finished with status $status; tables in $report"
+exit $status

@@ -1,0 +1,40 @@
+"""Session-wide test configuration (applies to tests/ and to the doctests of sklearn_icml/).
+
+* ``SCIPY_ARRAY_API=1`` is set before scipy or scikit-learn is imported, so
+  scikit-learn's ``check_array_api_input`` common check runs instead of skipping.
+* torch gets one intra-op thread: CI has 2 cores and joblib/Dask workers share
+  them. This is test configuration; the library never changes torch's threads.
+* Items marked ``cuda`` are skipped when torch sees no CUDA device.
+"""
+
+import os
+
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+import pytest  # noqa: E402
+
+
+def _cuda_available():
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def pytest_configure(config):
+    try:
+        import torch
+    except ImportError:
+        return
+    torch.set_num_threads(1)
+
+
+def pytest_collection_modifyitems(config, items):
+    if _cuda_available():
+        return
+    skip = pytest.mark.skip(reason="torch sees no CUDA device")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)

@@ -1,0 +1,68 @@
+"""Docs, README, CI and benchmarks stay in step with the code."""
+
+import importlib
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+import sklearn_icml
+from sklearn_icml.utils.discovery import all_estimators
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+FAMILIES = [f for f in sklearn_icml._SUBMODULES if f != "utils"]
+
+
+def _readme_commands():
+    text = (ROOT / "README.md").read_text()
+    setup = text.split("## Set up", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```bash\n(.+?)\n```", setup)
+
+
+def test_readme_has_exactly_two_setup_commands_and_ci_runs_them():
+    commands = _readme_commands()
+    assert len(commands) == 2
+    assert "sklearn_icml tour" in commands[0] and "pytest" in commands[1]
+    ci = (ROOT / ".ci" / "run").read_text()
+    for command in commands:
+        assert f"\n{command}\n" in ci, command
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_api_page_lists_every_public_name(family):
+    names = list(getattr(importlib.import_module(f"sklearn_icml.{family}"), "__all__", []))
+    if not names:
+        pytest.skip(f"sklearn_icml.{family} exports nothing yet")
+    page = ROOT / "doc" / "api" / f"{family}.rst"
+    assert page.exists(), f"doc/api/{family}.rst is missing"
+    listed = set(re.findall(r"^\s{3}(\w+)\s*$", page.read_text(), flags=re.M))
+    assert set(names) <= listed, set(names) - listed
+
+
+def test_every_estimator_has_a_user_guide_page_an_example_and_a_readme_row():
+    readme = (ROOT / "README.md").read_text()
+    examples = "\n".join(p.read_text() for p in (ROOT / "examples").rglob("*.py"))
+    for name, cls in all_estimators():
+        family = cls.__module__.split(".")[1]
+        assert (ROOT / "doc" / "modules" / f"{family}.rst").exists(), family
+        assert name in examples, f"no example uses {name}"
+        row = next((line for line in readme.splitlines() if f"`{name}`" in line), "")
+        assert row.endswith("| available |"), f"README method table: {name} not marked available"
+
+
+def test_every_benchmark_takes_the_shared_options():
+    scripts = sorted((ROOT / "benchmarks").glob("bench_*.py"))
+    for script in scripts:
+        proc = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True,
+                              timeout=300, cwd=ROOT)
+        assert proc.returncode == 0, proc.stderr
+        for option in ("--quick", "--seeds", "--device", "--output"):
+            assert option in proc.stdout, (script.name, option)
+
+
+def test_examples_have_a_gallery_title():
+    for script in (ROOT / "examples").rglob("plot_*.py"):
+        head = script.read_text().split('"""')[1].strip("\n").splitlines()
+        assert set(head[0]) == {"="} and len(head[0]) >= len(head[1]) and set(head[2]) == {"="}, script
