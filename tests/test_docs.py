@@ -66,3 +66,39 @@ def test_examples_have_a_gallery_title():
     for script in (ROOT / "examples").rglob("plot_*.py"):
         head = script.read_text().split('"""')[1].strip("\n").splitlines()
         assert set(head[0]) == {"="} and len(head[0]) >= len(head[1]) and set(head[2]) == {"="}, script
+
+
+def _public_objects():
+    """Import paths of every public class, its own public methods, and every public function."""
+    import inspect
+
+    paths = []
+    for family in sklearn_icml._SUBMODULES:
+        module = importlib.import_module(f"sklearn_icml.{family}")
+        for name in getattr(module, "__all__", []):
+            obj = getattr(module, name)
+            paths.append(f"sklearn_icml.{family}.{name}")
+            if inspect.isclass(obj):
+                for attr, value in vars(obj).items():
+                    if not attr.startswith("_") and (inspect.isfunction(value) or isinstance(value, property)
+                                                     or isinstance(value, (classmethod, staticmethod))):
+                        paths.append(f"sklearn_icml.{family}.{name}.{attr}")
+    return paths
+
+
+def test_numpydoc_validation_as_in_the_docs_build():
+    """The same numpydoc checks as doc/conf.py, so `sphinx -W` does not surprise."""
+    numpydoc_validate = pytest.importorskip("numpydoc.validate")
+    import runpy
+
+    conf = runpy.run_path(str(ROOT / "doc" / "conf.py"))
+    skip = conf["numpydoc_validation_checks"] - {"all"}
+    excluded = [re.compile(p) for p in conf["numpydoc_validation_exclude"]]
+    problems = []
+    for path in _public_objects():
+        if any(p.search(path) for p in excluded):
+            continue
+        for code, message in numpydoc_validate.validate(path)["errors"]:
+            if code not in skip:
+                problems.append(f"{path}: {code} {message}")
+    assert not problems, "\n".join(problems)
