@@ -1,0 +1,22 @@
+"""Calibration metrics: LS-ECE (S16), binned ECE, their scorers and the smooth reliability diagram.
+
+The methods of Chidambaram, Lee, McSwiggen and Rezchikov, "How Flawed Is ECE?
+An Analysis via Logit Smoothing" (ICML 2024).
+"""
+
+from ._binned_ece import binned_ece
+from ._display import LSReliabilityDisplay
+from ._ls_ece import ls_ece
+from ._reliability import ls_reliability_curve
+from ._scorer import binned_ece_scorer, ls_ece_logit_scorer, ls_ece_scorer, make_calibration_scorer
+
+__all__ = [
+    "LSReliabilityDisplay",
+    "binned_ece",
+    "binned_ece_scorer",
+    "ls_ece",
+    "ls_ece_logit_scorer",
+    "ls_ece_scorer",
+    "ls_reliability_curve",
+    "make_calibration_scorer",
+]

@@ -1,0 +1,118 @@
+"""Scorers for GridSearchCV / cross_validate built on the calibration metrics."""
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from ._binned_ece import binned_ece
+from ._ls_ece import ls_ece
+
+
+class _CalibrationScorer:
+    """A scorer returning minus a calibration error (greater is better).
+
+    Unlike ``make_scorer``, it reads ``estimator.classes_``, so the columns of
+    ``predict_proba``/``decision_function`` are matched with their classes even
+    when a cross-validation fold lacks a class, and the positive class of a
+    binary problem is the estimator's ``classes_[1]``.
+
+    Parameters
+    ----------
+    estimator : fitted classifier
+        Has ``classes_`` and the response method.
+    X : array-like of shape (n_samples, n_features)
+        Input data.
+    y_true : array-like of shape (n_samples,)
+        True labels.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Sample weights.
+
+    Returns
+    -------
+    float
+        Minus the calibration error.
+    """
+
+    def __init__(self, metric, response_method, **kwargs):
+        self.metric = metric
+        self.response_method = response_method
+        self.kwargs = kwargs
+
+    def __call__(self, estimator, X, y_true, sample_weight=None):
+        check_is_fitted(estimator)
+        if not hasattr(estimator, self.response_method):
+            raise AttributeError(f"{type(estimator).__name__} has no {self.response_method}; this scorer needs it.")
+        scores = getattr(estimator, self.response_method)(X)
+        classes = np.asarray(estimator.classes_)
+        response = "proba" if self.response_method == "predict_proba" else "logits"
+        kwargs = dict(self.kwargs, response=response, sample_weight=sample_weight)
+        if classes.size == 2:
+            scores = np.asarray(scores)
+            if scores.ndim == 2:
+                scores = scores[:, 1]
+            kwargs["pos_label"] = classes[1]
+        else:
+            kwargs["labels"] = classes
+        return -float(self.metric(y_true, scores, **kwargs))
+
+    def __repr__(self):
+        extra = "".join(f", {k}={v!r}" for k, v in self.kwargs.items())
+        return f"make_calibration_scorer({self.metric.__name__}, response_method={self.response_method!r}{extra})"
+
+
+def make_calibration_scorer(metric="ls_ece", *, response_method="predict_proba", **kwargs):
+    """Build a scorer from :func:`ls_ece` or :func:`binned_ece` with chosen options.
+
+    The scorer returns minus the error (greater is better, as
+    ``neg_log_loss``), matches score columns with ``estimator.classes_`` and
+    takes the positive class of a binary problem from ``classes_[1]``.
+
+    Parameters
+    ----------
+    metric : {"ls_ece", "binned_ece"}, default="ls_ece"
+        Which calibration error.
+    response_method : {"predict_proba", "decision_function"}, default="predict_proba"
+        Which output of the estimator is scored; ``decision_function`` is read
+        as logits (right for logistic models, not for SVMs' one-vs-one scores).
+    **kwargs : dict
+        Options of the metric (``sigma``, ``noise``, ``multiclass``,
+        ``n_bins``, ...).
+
+    Returns
+    -------
+    callable
+        ``scorer(estimator, X, y, sample_weight=None) -> float``.
+
+    See Also
+    --------
+    ls_ece : The metric.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.model_selection import cross_val_score
+    >>> from sklearn_icml.metrics import make_calibration_scorer
+    >>> X, y = load_iris(return_X_y=True)
+    >>> scorer = make_calibration_scorer("ls_ece", sigma=1 / 15)
+    >>> scores = cross_val_score(LogisticRegression(max_iter=500), X, y, scoring=scorer, cv=3)
+    >>> bool((scores <= 0).all())
+    True
+    """
+    metrics = {"ls_ece": ls_ece, "binned_ece": binned_ece}
+    if metric not in metrics:
+        raise ValueError(f"make_calibration_scorer: metric must be one of {sorted(metrics)}; got {metric!r}.")
+    if response_method not in ("predict_proba", "decision_function"):
+        raise ValueError("make_calibration_scorer: response_method must be 'predict_proba' or "
+                         f"'decision_function'; got {response_method!r}.")
+    for reserved in ("response", "labels", "pos_label", "sample_weight"):
+        if reserved in kwargs:
+            raise ValueError(f"make_calibration_scorer: {reserved!r} is set by the scorer from the estimator.")
+    return _CalibrationScorer(metrics[metric], response_method, **kwargs)
+
+
+#: Scorer: minus :func:`ls_ece` on ``predict_proba`` (sigma=0.1, top-label).
+ls_ece_scorer = make_calibration_scorer("ls_ece", response_method="predict_proba")
+#: Scorer: minus :func:`ls_ece` on ``decision_function`` read as logits.
+ls_ece_logit_scorer = make_calibration_scorer("ls_ece", response_method="decision_function")
+#: Scorer: minus the 15-bin :func:`binned_ece` on ``predict_proba``.
+binned_ece_scorer = make_calibration_scorer("binned_ece", response_method="predict_proba")
