@@ -1,0 +1,12 @@
+"""Ranking from pairwise votes: Chatbot Arena's Bradley-Terry ratings, Elo, active sampling, anomalous raters.
+
+Seed paper S17: Chiang et al., "Chatbot Arena: An Open Platform for Evaluating LLMs by Human Preference",
+ICML 2024.
+"""
+
+from ._active import ActivePairSampler
+from ._anomaly import RaterAnomalyDetector
+from ._bradley_terry import BradleyTerryRanker
+from ._elo import EloRater
+
+__all__ = ["ActivePairSampler", "BradleyTerryRanker", "EloRater", "RaterAnomalyDetector"]

@@ -1,0 +1,520 @@
+"""Bradley-Terry ranking from pairwise votes (Chatbot Arena, Chiang et al., ICML 2024)."""
+
+import math
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from scipy import stats
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from joblib import effective_n_jobs
+from sklearn.utils.parallel import Parallel, delayed
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..utils._sklearn_private import Interval, StrOptions, _check_sample_weight, _fit_context
+from ..utils._torch import as_numpy
+from . import _bt_solver
+from ._battles import (
+    DEFAULT_TIE_LABELS,
+    as_battle_array,
+    encode_ids,
+    lookup_ids,
+    parse_outcomes,
+    split_battles,
+)
+
+#: Penalty-held ratings further than this from the mean (Elo points) trigger a warning.
+_EXTREME_ELO = 1000.0
+
+
+def _check_unknown(name, codes, ids, handle_unknown):
+    unknown = codes < 0
+    if not unknown.any():
+        return
+    sample = list(dict.fromkeys(ids[unknown].tolist()))[:5]
+    msg = (f"{name}: {int(unknown.sum())} competitor id(s) in X were not seen in fit (e.g. {sample!r}); "
+           "they are scored as an average competitor.")
+    if handle_unknown == "error":
+        raise ValueError(msg.replace("they are scored as an average competitor.",
+                                     "set handle_unknown='average' to score them as an average competitor."))
+    if handle_unknown == "warn":
+        warnings.warn(msg, UserWarning, stacklevel=3)
+
+
+class BradleyTerryRanker(ClassifierMixin, BaseEstimator):
+    """Bradley-Terry ratings from pairwise battles, with sandwich or bootstrap intervals.
+
+    The statistical core of Chatbot Arena: each battle between a first and a
+    second competitor is a logistic-regression observation,
+    ``P(first wins) = 1 / (1 + exp(-(xi_first - xi_second + z . gamma)))``, where
+    ``xi`` are the competitors' scores and ``z`` optional battle covariates
+    (the paper's style control). The scores are fitted by maximum likelihood on
+    the counts of distinct battles, so a million battles cost what their
+    distinct rows cost; they are reported on the Elo scale, with robust
+    (sandwich) or bootstrap confidence intervals, optional simultaneous
+    intervals, and the paper's approximate ranks.
+
+    It is a binary classifier over battles: ``predict_proba`` gives the
+    probability of each outcome class, so it scores with ``neg_log_loss`` and
+    tunes with ``GridSearchCV`` like any scikit-learn classifier.
+
+    Parameters
+    ----------
+    alpha : float, default=0.0
+        L2 penalty ``alpha * ||theta||^2`` added to the summed negative
+        log-likelihood (the convention of ``choix.opt_pairwise``), on the scores
+        and the covariate coefficients. ``0`` is the paper's (and FastChat's)
+        maximum-likelihood estimate, which raises a ``ValueError`` when it does
+        not exist (disconnected comparison graph, a competitor that never loses
+        or never wins); any ``alpha > 0`` gives finite ratings.
+    ties : {"half", "drop"}, default="half"
+        A tie counts as half a win for each side (FastChat, evalica), or is
+        left out.
+    tie_labels : array-like, default=("tie", "tie (bothbad)")
+        Labels of ``y`` that mean a tie.
+    win_labels : "auto" or tuple of two labels, default="auto"
+        ``(label meaning the first competitor won, label meaning the second
+        won)``. ``"auto"``: FastChat's ``("model_a", "model_b")`` when ``y`` uses
+        them, otherwise the larger of the two decisive labels of ``y`` (the
+        positive class ``classes_[1]``, e.g. ``1`` of ``{0, 1}``) means the
+        first competitor won. Give it explicitly for data where ``y`` has a
+        single class, e.g. ``(winner, loser)`` rows.
+    scale : float, default=400.0
+        Elo scale: a rating gap of ``scale`` means odds of ``base`` to one.
+    base : float, default=10.0
+        Elo base.
+    init_rating : float, default=1000.0
+        Mean rating (the rating of an average competitor) when ``anchor`` is None.
+    anchor : tuple (competitor id, rating) or None, default=None
+        Shift the ratings so that this competitor has this rating (FastChat pins
+        ``mixtral-8x7b-instruct-v0.1`` at 1114). Intervals then describe the
+        gap to the anchor, which has a zero-width interval.
+    ci_method : {"sandwich", "bootstrap", "bootstrap_pivot"} or None, default="sandwich"
+        Confidence intervals: the Huber-White sandwich covariance the paper
+        deploys, the percentile bootstrap (FastChat's leaderboard), the pivot
+        bootstrap, or none. The bootstrap draws multinomial counts over the
+        distinct battles (equivalent to resampling battles with replacement).
+    confidence_level : float, default=0.95
+        Level of the intervals.
+    simultaneous : bool, default=False
+        If True, intervals hold for all competitors at once: the projection of
+        the chi-square confidence ellipsoid, ``+- sqrt(chi2_{level, M-1}) * se``
+        (paper Section 5), with the sandwich covariance or the bootstrap
+        covariance. The approximate ranks are then uniformly valid.
+    n_bootstrap : int, default=100
+        Bootstrap resamples (FastChat's default).
+    handle_unknown : {"average", "warn", "error"}, default="average"
+        A competitor id not seen in fit, at prediction time: scored as an
+        average competitor (score equal to the mean score), the same with a
+        warning, or a ``ValueError``.
+    tol : float, default=1e-10
+        Newton stops when no parameter moves more than ``tol``.
+    max_iter : int, default=100
+        Maximum Newton iterations.
+    n_jobs : int or None, default=None
+        Parallel bootstrap fits through :class:`sklearn.utils.parallel.Parallel`
+        (an outer joblib backend, e.g. Dask, takes them over).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the bootstrap.
+    verbose : int, default=0
+        Print the Newton iterations when positive.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        The two decisive outcome labels, sorted; ``predict_proba[:, 1]`` is the
+        probability of ``classes_[1]``.
+    first_wins_label_ : object
+        The element of ``classes_`` that means the first competitor won.
+    items_ : ndarray of shape (n_items,)
+        The competitors (ids from columns 0 and 1 of ``X``, rows with positive
+        weight), sorted.
+    scores_ : ndarray of shape (n_items,)
+        Scores on the natural (logit) scale: centred to mean 0, or 0 for the
+        anchor competitor.
+    ratings_ : ndarray of shape (n_items,)
+        ``scale / ln(base) * scores_ + init_rating`` (or + the anchor's rating).
+    covariate_coef_ : ndarray of shape (n_covariates,)
+        Coefficients of the battle covariates (logit scale).
+    covariance_ : ndarray of shape (n_items + n_covariates, n_items + n_covariates)
+        Sandwich covariance of ``(scores_, covariate_coef_)`` (logit scale).
+    rating_intervals_ : ndarray of shape (n_items, 2)
+        Lower and upper confidence bounds of ``ratings_`` (NaN when
+        ``ci_method=None``).
+    ranks_ : ndarray of shape (n_items,)
+        Approximate ranks, ``1 + #{other competitors whose lower bound exceeds
+        this one's upper bound}`` (1 = best).
+    bootstrap_ratings_ : ndarray of shape (n_bootstrap, n_items) or None
+        Ratings of the bootstrap fits (NaN rows where the resample had no
+        finite maximum-likelihood estimate); None without bootstrap.
+    n_battles_ : ndarray of shape (n_items,)
+        Weighted number of battles each competitor took part in.
+    mle_exists_ : bool
+        Whether the comparison graph of the fitted battles lets the unpenalized
+        maximum-likelihood ratings exist (strongly connected; covariates may
+        still separate the outcomes). With ``alpha > 0`` they may not exist,
+        and the penalty holds the ratings finite.
+    n_iter_ : int
+        Newton iterations of the full-data fit.
+    n_features_in_ : int
+        Number of columns of ``X`` (2 + number of covariates).
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Column names, when ``X`` was a DataFrame with string column names.
+
+    See Also
+    --------
+    EloRater : Online Elo ratings, the leaderboard the paper replaced.
+    ActivePairSampler : Chooses the next pairs to compare (paper Eq. 9) and
+        gives the sampling probabilities for ``sampling_proba``.
+    RaterAnomalyDetector : Flags voters whose votes are unlikely under the history.
+
+    Notes
+    -----
+    Data contract: ``X`` has shape ``(n_battles, 2 + p)``; columns 0 and 1 are
+    competitor ids of any hashable type (ints, floats, strings; an object
+    column of mixed types works, unhashable ids are matched by their repr),
+    compared for equality only, and the columns after them are numeric battle
+    covariates entering the logit linearly (e.g. differences in answer length
+    for style control; oriented first minus second). A battle of a competitor
+    with itself carries no information on the scores. ``y`` holds outcome
+    labels, see ``win_labels`` and ``tie_labels``.
+
+    Estimation: damped Newton on the distinct battles; the shift of the scores
+    is fixed by ``sum(scores) = 0`` (the paper fixes ``xi_1 = 0``; only
+    differences matter). The Newton system is dense, so memory grows as the
+    square of the number of competitors (fine up to a few thousand). The
+    paper's inverse-sampling-probability reweighting (Eq. 7) is
+    ``fit(..., sampling_proba=P)``: battle ``t`` gets weight
+    ``1 / P_t`` (normalised to mean 1), which makes the estimand the
+    Bradley-Terry projection under uniform pair sampling even when pairs were
+    sampled actively and the model is misspecified. ``sample_weight`` is a
+    frequency weight (weight k is k identical battles); the sandwich meat uses
+    ``frequency * (1/P)^2``.
+
+    Assumptions written here because the paper leaves them open: ties count as
+    half a win in the likelihood and in the sandwich meat (FastChat's
+    convention; arena-rank does the same); the sandwich uses the uncentred
+    score outer products; the bootstrap keeps the point estimate of the full
+    fit as the rating (never the bootstrap median) and bootstrap resamples
+    whose MLE does not exist (``alpha=0``) are left out with a warning; the
+    simultaneous bootstrap interval uses the bootstrap covariance in the
+    chi-square projection. With ``alpha > 0`` and no finite MLE, a warning is
+    raised when a penalty-held rating lies more than 1000 Elo points from the
+    mean.
+
+    References
+    ----------
+    .. [1] W.-L. Chiang, L. Zheng, Y. Sheng, A. N. Angelopoulos, T. Li, D. Li,
+       B. Zhu, H. Zhang, M. I. Jordan, J. E. Gonzalez and I. Stoica, "Chatbot
+       Arena: An Open Platform for Evaluating LLMs by Human Preference",
+       Proceedings of the 41st International Conference on Machine Learning
+       (ICML), PMLR 235, 2024.
+
+    Examples
+    --------
+    >>> from sklearn_icml.ranking import BradleyTerryRanker
+    >>> X = [["a", "b"], ["b", "c"], ["c", "a"], ["a", "c"], ["b", "a"], ["c", "b"]]
+    >>> y = ["model_a", "model_a", "model_b", "model_a", "tie", "model_a"]
+    >>> ranker = BradleyTerryRanker().fit(X, y)
+    >>> [str(row["item"]) for row in ranker.leaderboard()]
+    ['a', 'b', 'c']
+    >>> ranker.predict([["a", "c"]])
+    array(['model_a'], dtype='<U7')
+    """
+
+    _parameter_constraints: dict = {
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "ties": [StrOptions({"half", "drop"})],
+        "tie_labels": ["array-like"],
+        "win_labels": [StrOptions({"auto"}), tuple, list],
+        "scale": [Interval(Real, 0, None, closed="neither")],
+        "base": [Interval(Real, 1, None, closed="neither")],
+        "init_rating": [Real],
+        "anchor": [tuple, None],
+        "ci_method": [StrOptions({"sandwich", "bootstrap", "bootstrap_pivot"}), None],
+        "confidence_level": [Interval(Real, 0, 1, closed="neither")],
+        "simultaneous": ["boolean"],
+        "n_bootstrap": [Interval(Integral, 2, None, closed="left")],
+        "handle_unknown": [StrOptions({"average", "warn", "error"})],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "n_jobs": [Integral, None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(self, alpha=0.0, *, ties="half", tie_labels=DEFAULT_TIE_LABELS, win_labels="auto", scale=400.0,
+                 base=10.0, init_rating=1000.0, anchor=None, ci_method="sandwich", confidence_level=0.95,
+                 simultaneous=False, n_bootstrap=100, handle_unknown="average", tol=1e-10, max_iter=100,
+                 n_jobs=None, random_state=None, verbose=0):
+        self.alpha = alpha
+        self.ties = ties
+        self.tie_labels = tie_labels
+        self.win_labels = win_labels
+        self.scale = scale
+        self.base = base
+        self.init_rating = init_rating
+        self.anchor = anchor
+        self.ci_method = ci_method
+        self.confidence_level = confidence_level
+        self.simultaneous = simultaneous
+        self.n_bootstrap = n_bootstrap
+        self.handle_unknown = handle_unknown
+        self.tol = tol
+        self.max_iter = max_iter
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ fit
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None, sampling_proba=None):
+        """Fit the ratings (and their intervals) on battles.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_battles, 2 + n_covariates)
+            Columns 0 and 1: ids of the first and second competitor; further
+            columns: numeric battle covariates.
+        y : array-like of shape (n_battles,)
+            Outcome labels (see ``win_labels`` and ``tie_labels``).
+        sample_weight : array-like of shape (n_battles,), default=None
+            Frequency weights (weight k is the same as k identical battles).
+        sampling_proba : array-like of shape (n_battles,), default=None
+            Probability with which each battle's pair was sampled (e.g. from
+            :meth:`ActivePairSampler.sampling_proba`); the battles are then
+            weighted by ``1 / sampling_proba`` (paper Eq. 7).
+
+        Returns
+        -------
+        self : object
+            Fitted ranker.
+        """
+        name = type(self).__name__
+        X, y = validate_data(self, as_battle_array(as_numpy(X)), as_numpy(y), dtype=None, ensure_min_features=2,
+                             ensure_all_finite=True)
+        ids, Z = split_battles(name, X)
+        self.classes_, self.first_wins_label_, score = parse_outcomes(
+            name, y, tie_labels=tuple(self.tie_labels), win_labels=self.win_labels)
+        freq = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        ipw = None
+        if sampling_proba is not None:
+            prob = np.asarray(as_numpy(sampling_proba), dtype=np.float64).reshape(-1)
+            if prob.shape != (X.shape[0],) or not np.all((prob > 0) & (prob <= 1)):
+                raise ValueError(f"{name}: sampling_proba must hold one probability in (0, 1] per battle; got "
+                                 f"shape {prob.shape}, range [{prob.min() if prob.size else np.nan}, "
+                                 f"{prob.max() if prob.size else np.nan}].")
+            ipw = 1.0 / prob
+        keep = freq > 0
+        if self.ties == "drop":
+            keep &= score != 0.5
+        if not keep.any():
+            raise ValueError(f"{name}: no battle is left to fit (all weights are zero or all battles are ties "
+                             "with ties='drop').")
+        if not keep.all():
+            ids, Z, score, freq = ids[keep], Z[keep], score[keep], freq[keep]
+            ipw = None if ipw is None else ipw[keep]
+        if ipw is not None:
+            ipw = ipw / (np.dot(freq, ipw) / freq.sum())
+        self.items_, codes = encode_ids(ids)
+        M = len(self.items_)
+        buckets = _bt_solver.aggregate(codes, score, Z, freq, ipw, M)
+        self.n_battles_ = (np.bincount(codes[:, 0], weights=freq, minlength=M)
+                           + np.bincount(codes[:, 1], weights=freq, minlength=M))
+        problem = _bt_solver.mle_problem(buckets, M, self.items_)
+        self.mle_exists_ = problem is None
+        if problem is not None and self.alpha == 0:
+            raise ValueError(f"{name} with alpha=0: {problem}. The maximum-likelihood ratings do not exist; set "
+                             "alpha > 0 for finite penalized ratings, or remove these battles.")
+        theta, self.n_iter_, converged = _bt_solver.newton(
+            buckets.a, buckets.b, buckets.y, buckets.loss_weight(), buckets.Z, M, self.alpha, tol=self.tol,
+            max_iter=self.max_iter, verbose=self.verbose, name=name)
+        if not converged:
+            warnings.warn(f"{name}: Newton did not converge in max_iter={self.max_iter} iterations; increase "
+                          "max_iter or alpha (the covariates may separate the outcomes).", ConvergenceWarning)
+        factor = self.scale / math.log(self.base)
+        if problem is not None:
+            extreme = np.abs(theta[:M]) * factor > _EXTREME_ELO
+            if extreme.any():
+                warnings.warn(
+                    f"{name}: {problem}; with alpha={self.alpha} the penalty alone holds the ratings of "
+                    f"{self.items_[extreme][:5].tolist()!r} finite, more than {_EXTREME_ELO:g} Elo points from the "
+                    "mean. Increase alpha or collect more battles.", UserWarning)
+        V = _bt_solver.sandwich(theta, buckets, M, self.alpha)
+        shift, origin = self._anchor_shift(theta[:M])
+        A = np.eye(len(theta))
+        if self.anchor is not None:
+            A[:M, origin] -= 1.0
+        self.covariance_ = A @ V @ A.T
+        self.scores_ = theta[:M] - shift
+        self.covariate_coef_ = theta[M:].copy()
+        base_rating = self.init_rating if self.anchor is None else float(self.anchor[1])
+        self.ratings_ = factor * self.scores_ + base_rating
+        self.bootstrap_ratings_ = None
+        if self.ci_method in ("bootstrap", "bootstrap_pivot"):
+            self.bootstrap_ratings_ = self._bootstrap(buckets, theta, M, origin, factor, base_rating)
+        self.rating_intervals_ = self._intervals(M, factor)
+        lower, upper = self.rating_intervals_[:, 0], self.rating_intervals_[:, 1]
+        self.ranks_ = 1 + (lower[None, :] > upper[:, None]).sum(axis=1)
+        return self
+
+    def _anchor_shift(self, xi):
+        if self.anchor is None:
+            return 0.0, None
+        if len(self.anchor) != 2:
+            raise ValueError(f"{type(self).__name__}: anchor must be a pair (competitor id, rating); "
+                             f"got {self.anchor!r}.")
+        ids = np.empty((1, 2), dtype=object)
+        ids[0, :] = [self.anchor[0], self.anchor[0]]
+        code = lookup_ids(self.items_, ids)[0, 0]
+        if code < 0:
+            raise ValueError(f"{type(self).__name__}: the anchor competitor {self.anchor[0]!r} is not among the "
+                             "competitors of the fitted battles.")
+        return xi[code], code
+
+    def _bootstrap(self, buckets, theta, M, origin, factor, base_rating):
+        rng = check_random_state(self.random_state)
+        seeds = rng.randint(np.iinfo(np.int32).max, size=self.n_bootstrap)
+        n_chunks = min(self.n_bootstrap, max(1, effective_n_jobs(self.n_jobs)))
+        chunks = np.array_split(seeds, n_chunks)
+        n_draws = max(1, int(round(buckets.freq.sum())))
+        check = self.alpha == 0
+        parts = Parallel(n_jobs=self.n_jobs)(
+            delayed(_bt_solver.bootstrap_chunk)(chunk, buckets, M, n_draws, self.alpha, theta, self.tol,
+                                                self.max_iter, check)
+            for chunk in chunks)
+        boot = np.vstack(parts)[:, :M]
+        if origin is not None:
+            boot = boot - boot[:, [origin]]
+        n_bad = int(np.isnan(boot[:, 0]).sum())
+        if n_bad:
+            warnings.warn(f"{type(self).__name__}: {n_bad} of {self.n_bootstrap} bootstrap resamples had no finite "
+                          "maximum-likelihood ratings (a competitor without a win or a loss in the resample) and "
+                          "were left out of the intervals; consider alpha > 0.", UserWarning)
+        return factor * boot + base_rating
+
+    def _intervals(self, M, factor):
+        level = self.confidence_level
+        out = np.full((M, 2), np.nan)
+        if self.ci_method is None:
+            return out
+        if self.simultaneous:
+            q = math.sqrt(stats.chi2.ppf(level, max(M - 1, 1)))
+        else:
+            q = stats.norm.ppf(0.5 + level / 2)
+        if self.ci_method == "sandwich":
+            half = q * factor * np.sqrt(np.clip(np.diag(self.covariance_)[:M], 0, None))
+            return np.column_stack([self.ratings_ - half, self.ratings_ + half])
+        boot = self.bootstrap_ratings_
+        ok = ~np.isnan(boot[:, 0])
+        if ok.sum() < 2:
+            return out
+        boot = boot[ok]
+        if self.simultaneous:
+            half = q * boot.std(axis=0, ddof=1)
+            return np.column_stack([self.ratings_ - half, self.ratings_ + half])
+        lo, hi = np.quantile(boot, [0.5 - level / 2, 0.5 + level / 2], axis=0)
+        if self.ci_method == "bootstrap_pivot":
+            lo, hi = 2 * self.ratings_ - hi, 2 * self.ratings_ - lo
+        return np.column_stack([lo, hi])
+
+    # -------------------------------------------------------------- predict
+    def decision_function(self, X):
+        """Logit of ``classes_[1]`` for each battle.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_battles, 2 + n_covariates)
+            Battles, as in :meth:`fit`.
+
+        Returns
+        -------
+        decision : ndarray of shape (n_battles,)
+            ``scores[first] - scores[second] + covariates . covariate_coef_``,
+            negated when ``classes_[1]`` means that the second competitor won.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, as_battle_array(as_numpy(X)), reset=False, dtype=None, ensure_all_finite=True)
+        ids, Z = split_battles(type(self).__name__, X)
+        codes = lookup_ids(self.items_, ids)
+        _check_unknown(type(self).__name__, codes, ids, self.handle_unknown)
+        xi = np.append(self.scores_, self.scores_.mean())
+        eta = xi[codes[:, 0]] - xi[codes[:, 1]]
+        if Z.shape[1]:
+            eta = eta + Z @ self.covariate_coef_
+        return eta if self.first_wins_label_ == self.classes_[1] else -eta
+
+    def predict_proba(self, X):
+        """Probability of each outcome class.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_battles, 2 + n_covariates)
+            Battles, as in :meth:`fit`.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_battles, 2)
+            Columns follow ``classes_``. With ``ties="half"`` the probability
+            of a win is the expected score (a tie counting half).
+        """
+        check_is_fitted(self)
+        p = 1.0 / (1.0 + np.exp(-self.decision_function(X)))
+        return np.column_stack([1.0 - p, p])
+
+    def predict(self, X):
+        """Most likely outcome of each battle.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_battles, 2 + n_covariates)
+            Battles, as in :meth:`fit`.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_battles,)
+            ``classes_[1]`` where the decision function is positive, else
+            ``classes_[0]``.
+        """
+        check_is_fitted(self)
+        return self.classes_[(self.decision_function(X) > 0).astype(int)]
+
+    def leaderboard(self, as_frame=False):
+        """The ratings table, best first.
+
+        Parameters
+        ----------
+        as_frame : bool, default=False
+            Return a pandas DataFrame instead of a numpy record array.
+
+        Returns
+        -------
+        table : numpy.recarray or pandas.DataFrame
+            Fields ``item``, ``rating`` (the full-data point estimate, never a
+            bootstrap median), ``lower``, ``upper``, ``rank`` (approximate
+            rank) and ``n_battles``, sorted by rating, highest first.
+        """
+        check_is_fitted(self)
+        order = np.argsort(-self.ratings_, kind="stable")
+        columns = {
+            "item": self.items_[order],
+            "rating": self.ratings_[order],
+            "lower": self.rating_intervals_[order, 0],
+            "upper": self.rating_intervals_[order, 1],
+            "rank": self.ranks_[order],
+            "n_battles": self.n_battles_[order],
+        }
+        if as_frame:
+            import pandas as pd
+
+            return pd.DataFrame(columns)
+        return np.rec.fromarrays(list(columns.values()), names=list(columns))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.string = True
+        tags.input_tags.categorical = True
+        tags.classifier_tags.multi_class = False
+        return tags

@@ -1,0 +1,276 @@
+"""Online Elo ratings over a stream of battles (the leaderboard Chatbot Arena started with)."""
+
+import warnings
+from numbers import Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..utils._sklearn_private import Interval, StrOptions, _fit_context
+from ..utils._torch import as_numpy
+from ._battles import (
+    DEFAULT_TIE_LABELS,
+    as_battle_array,
+    encode_ids,
+    factorize,
+    lookup_ids,
+    parse_outcomes,
+    split_battles,
+)
+
+
+def _elo_pass(ratings, a, b, score, k, scale, base):
+    """Sequential Elo updates in row order (inherently sequential: one Python loop)."""
+    r = ratings.tolist()
+    for i, j, s in zip(a.tolist(), b.tolist(), score.tolist()):
+        expected = 1.0 / (1.0 + base ** ((r[j] - r[i]) / scale))
+        delta = k * (s - expected)
+        r[i] += delta
+        r[j] -= delta
+    return np.asarray(r, dtype=np.float64)
+
+
+class EloRater(ClassifierMixin, BaseEstimator):
+    """Online Elo ratings from a stream of pairwise battles.
+
+    Each battle, in row order, moves the two ratings by ``k * (S - E)``, where
+    ``S`` is the first competitor's result (1, 0.5 for a tie, 0) and
+    ``E = 1 / (1 + base ** ((R_second - R_first) / scale))`` its expected
+    result. Chatbot Arena published online Elo first and switched to
+    Bradley-Terry (:class:`BradleyTerryRanker`), whose estimates do not depend
+    on the order of the battles; Elo remains the streaming baseline.
+    ``partial_fit`` continues the stream.
+
+    Parameters
+    ----------
+    k : float, default=4.0
+        Update step (FastChat's K=4).
+    scale : float, default=400.0
+        Elo scale.
+    base : float, default=10.0
+        Elo base.
+    init_rating : float, default=1000.0
+        Rating of a new competitor.
+    ties : {"half", "drop"}, default="half"
+        A tie scores 0.5 for each side, or is skipped.
+    tie_labels : array-like, default=("tie", "tie (bothbad)")
+        Labels of ``y`` that mean a tie.
+    win_labels : "auto" or tuple of two labels, default="auto"
+        As in :class:`BradleyTerryRanker`.
+    handle_unknown : {"average", "warn", "error"}, default="average"
+        A competitor not seen in fit, at prediction time: rated
+        ``init_rating``, the same with a warning, or a ``ValueError``.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        The two decisive outcome labels, sorted.
+    first_wins_label_ : object
+        The element of ``classes_`` that means the first competitor won.
+    items_ : ndarray of shape (n_items,)
+        Competitors, in order of first appearance per call (sorted within a call).
+    ratings_ : ndarray of shape (n_items,)
+        Current Elo ratings.
+    n_battles_ : ndarray of shape (n_items,)
+        Battles each competitor has played (ties included even when dropped).
+    n_features_in_ : int
+        Number of columns of ``X``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Column names, when ``X`` was a DataFrame with string column names.
+
+    See Also
+    --------
+    BradleyTerryRanker : Order-free maximum-likelihood ratings with intervals.
+
+    Notes
+    -----
+    Data contract as in :class:`BradleyTerryRanker`; columns of ``X`` after
+    the two id columns are validated as numeric but not used (Elo has no
+    covariates). Ratings depend on the order of the rows: ``fit`` processes
+    them in the given order, starting every competitor at ``init_rating``.
+
+    References
+    ----------
+    .. [1] W.-L. Chiang, L. Zheng, Y. Sheng, A. N. Angelopoulos, T. Li, D. Li,
+       B. Zhu, H. Zhang, M. I. Jordan, J. E. Gonzalez and I. Stoica, "Chatbot
+       Arena: An Open Platform for Evaluating LLMs by Human Preference",
+       Proceedings of the 41st International Conference on Machine Learning
+       (ICML), PMLR 235, 2024.
+
+    Examples
+    --------
+    >>> from sklearn_icml.ranking import EloRater
+    >>> X = [["a", "b"], ["a", "c"], ["b", "c"]]
+    >>> elo = EloRater().fit(X, ["model_a", "model_a", "tie"])
+    >>> elo.ratings_.round(3).tolist()
+    [1003.988, 998.0, 998.011]
+    """
+
+    _parameter_constraints: dict = {
+        "k": [Interval(Real, 0, None, closed="neither")],
+        "scale": [Interval(Real, 0, None, closed="neither")],
+        "base": [Interval(Real, 1, None, closed="neither")],
+        "init_rating": [Real],
+        "ties": [StrOptions({"half", "drop"})],
+        "tie_labels": ["array-like"],
+        "win_labels": [StrOptions({"auto"}), tuple, list],
+        "handle_unknown": [StrOptions({"average", "warn", "error"})],
+    }
+
+    def __init__(self, k=4.0, *, scale=400.0, base=10.0, init_rating=1000.0, ties="half",
+                 tie_labels=DEFAULT_TIE_LABELS, win_labels="auto", handle_unknown="average"):
+        self.k = k
+        self.scale = scale
+        self.base = base
+        self.init_rating = init_rating
+        self.ties = ties
+        self.tie_labels = tie_labels
+        self.win_labels = win_labels
+        self.handle_unknown = handle_unknown
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Rate the competitors by one pass over the battles, in row order.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_battles, 2 + n_covariates)
+            Columns 0 and 1: ids of the first and second competitor.
+        y : array-like of shape (n_battles,)
+            Outcome labels.
+
+        Returns
+        -------
+        self : object
+            Fitted rater.
+        """
+        for attr in ("classes_", "items_", "ratings_", "n_battles_", "first_wins_label_"):
+            if hasattr(self, attr):
+                delattr(self, attr)
+        return self._update(X, y, classes=None, reset=True)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, classes=None):
+        """Continue the stream with more battles.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_battles, 2 + n_covariates)
+            Columns 0 and 1: ids of the first and second competitor.
+        y : array-like of shape (n_battles,)
+            Outcome labels.
+        classes : array-like of shape (2,), default=None
+            The two decisive outcome labels; only needed on the first call when
+            its ``y`` holds one of them only (and ``win_labels`` is ``"auto"``).
+
+        Returns
+        -------
+        self : object
+            Updated rater.
+        """
+        return self._update(X, y, classes=classes, reset=not hasattr(self, "ratings_"))
+
+    def _update(self, X, y, classes, reset):
+        name = type(self).__name__
+        X, y = validate_data(self, as_battle_array(as_numpy(X)), as_numpy(y), dtype=None, reset=reset,
+                             ensure_min_features=2 if reset else 1, ensure_all_finite=True)
+        ids, _ = split_battles(name, X)
+        win_labels = self.win_labels
+        fixed = None if reset else self.classes_
+        if reset and classes is not None:
+            fixed = np.asarray(classes)
+            if fixed.shape != (2,):
+                raise ValueError(f"{name}: classes must hold the two decisive outcome labels; got {classes!r}.")
+            fixed = np.sort(fixed)
+        classes_, first, score = parse_outcomes(name, y, tie_labels=tuple(self.tie_labels), win_labels=win_labels,
+                                                classes=fixed)
+        if reset:
+            self.classes_, self.first_wins_label_ = classes_, first
+            self.items_, codes = encode_ids(ids)
+            self.ratings_ = np.full(len(self.items_), float(self.init_rating))
+            self.n_battles_ = np.zeros(len(self.items_))
+        else:
+            codes = lookup_ids(self.items_, ids)
+            new = codes < 0
+            if new.any():
+                fresh, fresh_codes = factorize(np.ascontiguousarray(ids[new]))
+                codes[new] = len(self.items_) + fresh_codes
+                self.items_ = np.concatenate([self.items_.astype(object), fresh.astype(object)])
+                self.ratings_ = np.concatenate([self.ratings_, np.full(len(fresh), float(self.init_rating))])
+                self.n_battles_ = np.concatenate([self.n_battles_, np.zeros(len(fresh))])
+        self.n_battles_ += (np.bincount(codes[:, 0], minlength=len(self.items_))
+                            + np.bincount(codes[:, 1], minlength=len(self.items_)))
+        keep = np.ones(len(score), dtype=bool) if self.ties == "half" else score != 0.5
+        self.ratings_ = _elo_pass(self.ratings_, codes[keep, 0], codes[keep, 1], score[keep], float(self.k),
+                                  float(self.scale), float(self.base))
+        return self
+
+    def decision_function(self, X):
+        """Logit of ``classes_[1]`` for each battle.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_battles, 2 + n_covariates)
+            Battles.
+
+        Returns
+        -------
+        decision : ndarray of shape (n_battles,)
+            ``ln(base) * (R_first - R_second) / scale``, negated when
+            ``classes_[1]`` means that the second competitor won.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, as_battle_array(as_numpy(X)), reset=False, dtype=None, ensure_all_finite=True)
+        ids, _ = split_battles(type(self).__name__, X)
+        codes = lookup_ids(self.items_, ids)
+        if (codes < 0).any():
+            unknown = list(dict.fromkeys(ids[codes < 0].tolist()))[:5]
+            msg = f"{type(self).__name__}: competitor id(s) {unknown!r} were not seen in fit"
+            if self.handle_unknown == "error":
+                raise ValueError(msg + "; set handle_unknown='average' to rate them init_rating.")
+            if self.handle_unknown == "warn":
+                warnings.warn(msg + "; they are rated init_rating.", UserWarning, stacklevel=2)
+        r = np.append(self.ratings_, float(self.init_rating))
+        eta = np.log(self.base) * (r[codes[:, 0]] - r[codes[:, 1]]) / self.scale
+        return eta if self.first_wins_label_ == self.classes_[1] else -eta
+
+    def predict_proba(self, X):
+        """Elo-expected probability of each outcome class.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_battles, 2 + n_covariates)
+            Battles.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_battles, 2)
+            Columns follow ``classes_``.
+        """
+        check_is_fitted(self)
+        p = 1.0 / (1.0 + np.exp(-self.decision_function(X)))
+        return np.column_stack([1.0 - p, p])
+
+    def predict(self, X):
+        """Outcome favoured by the current ratings.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_battles, 2 + n_covariates)
+            Battles.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_battles,)
+            ``classes_[1]`` where the decision function is positive, else ``classes_[0]``.
+        """
+        check_is_fitted(self)
+        return self.classes_[(self.decision_function(X) > 0).astype(int)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.string = True
+        tags.input_tags.categorical = True
+        tags.classifier_tags.multi_class = False
+        return tags
