@@ -1,0 +1,224 @@
+"""Private k-means (S3): the private Mettu-Plaxton greedy against diffprivlib's KMeans and DP-Lloyd.
+
+Tables:
+
+1. k-means cost relative to scikit-learn's non-private ``KMeans(n_init=10)`` on the same data, at
+   epsilon 0.5, 1 and 2, on three datasets: 2-D blobs (n=10k, k=5, bounds +-12), 10-D blobs (n=20k,
+   k=8, bounds +-12) and the digits (n=1797, d=64, k=10, bounds [0, 16]). Rows: ``PrivateKMeans``
+   (central greedy, the paper's algorithm), ``PrivateKMeans(algorithm="lloyd")`` (our DP-Lloyd),
+   ``PrivateKMeans(privacy="local")`` (local model) and diffprivlib 0.6.6's ``KMeans`` (DP-Lloyd,
+   run in its own virtualenv, see below). Mean and spread per epsilon (the shared table), then the
+   medians the issue's bars are stated on, with the bars checked.
+2. fit time as n grows (10-D blobs, k=8, epsilon=1): 10^4, 10^5, 10^6 points (10^5 at most with
+   ``--quick``), ours (``--device`` for the torch steps) against diffprivlib.
+
+diffprivlib does not import beside scikit-learn 1.9, so the script builds a virtualenv with
+``diffprivlib==0.6.6`` and ``scikit-learn==1.6.1`` (default ``/tmp/sklearn-icml-diffprivlib-venv``,
+or ``--peer-venv``; created once, reused after), writes the datasets and the (dataset, epsilon,
+seed) jobs to files, runs ``benchmarks/_peer_diffprivlib.py`` there, and reads back the centres;
+costs are computed here with the same function for every method. ``--no-peer`` skips it.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _bench import Table, emit, timed  # noqa: E402
+from sklearn.cluster import KMeans  # noqa: E402
+from sklearn.datasets import load_digits, make_blobs  # noqa: E402
+
+from sklearn_icml.cluster import PrivateKMeans  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PEER_SCRIPT = os.path.join(HERE, "_peer_diffprivlib.py")
+PEER_REQUIREMENTS = ["diffprivlib==0.6.6", "scikit-learn==1.6.1"]
+EPSILONS = [0.5, 1.0, 2.0]
+# bars of the issue at epsilon=1, on medians: (max ratio to sklearn, max ratio to diffprivlib)
+BARS = {"blobs 2-D": (1.3, 0.7), "blobs 10-D": (2.0, 0.5), "digits": (None, 1.25)}
+OURS = "PrivateKMeans"
+LLOYD = "PrivateKMeans(algorithm='lloyd')"
+LOCAL = "PrivateKMeans(privacy='local')"
+PEER = "diffprivlib KMeans"
+
+
+def datasets():
+    X2, _ = make_blobs(n_samples=10000, n_features=2, centers=5, cluster_std=1.0, center_box=(-8, 8), random_state=0)
+    X10, _ = make_blobs(n_samples=20000, n_features=10, centers=8, cluster_std=1.0, center_box=(-8, 8),
+                        random_state=1)
+    return {"blobs 2-D": (X2, 5, (-12.0, 12.0)), "blobs 10-D": (X10, 8, (-12.0, 12.0)),
+            "digits": (load_digits().data, 10, (0.0, 16.0))}
+
+
+def kmeans_cost(X, centers):
+    d2 = (X * X).sum(1)[:, None] - 2 * X @ centers.T + (centers * centers).sum(1)[None, :]
+    return float(np.maximum(d2.min(1), 0).sum())
+
+
+def ensure_peer_venv(path):
+    """The diffprivlib virtualenv: created with the base interpreter on first use."""
+    python = os.path.join(path, "bin", "python")
+    marker = os.path.join(path, ".sklearn-icml-ready")
+    if os.path.exists(marker):
+        return python
+    print(f"# creating the diffprivlib virtualenv in {path} (once) ...", file=sys.stderr, flush=True)
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", path], check=True)
+    subprocess.run([python, "-m", "pip", "install", "-q", *PEER_REQUIREMENTS], check=True)
+    with open(marker, "w") as f:
+        f.write(" ".join(PEER_REQUIREMENTS) + "\n")
+    return python
+
+
+def run_peer(python, arrays, jobs):
+    """Run diffprivlib on ``jobs`` in its virtualenv; returns (centres list, seconds list, version)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        data_path, jobs_path, out_path = (os.path.join(tmp, n) for n in ("data.npz", "jobs.json", "out.npz"))
+        np.savez(data_path, **{f"X_{name}": X for name, X in arrays.items()})
+        with open(jobs_path, "w") as f:
+            json.dump(jobs, f)
+        proc = subprocess.run([python, PEER_SCRIPT, data_path, jobs_path, out_path], capture_output=True,
+                              text=True)
+        if proc.returncode != 0:
+            raise RuntimeError("diffprivlib peer failed:\n" + proc.stderr[-3000:])
+        out = np.load(out_path)
+        return ([out[f"centers_{i}"] for i in range(len(jobs))], [float(out[f"seconds_{i}"]) for i in
+                                                                  range(len(jobs))],
+                str(out["diffprivlib_version"]))
+
+
+def key(name):
+    return name.replace(" ", "_").replace("-", "_")
+
+
+def parse():
+    import argparse
+
+    from _bench import bench_args  # the shared options, plus ours
+
+    extra = argparse.ArgumentParser(add_help=False)
+    extra.add_argument("--peer-venv", default=os.environ.get("SKLEARN_ICML_DIFFPRIVLIB_VENV",
+                                                             "/tmp/sklearn-icml-diffprivlib-venv"))
+    extra.add_argument("--no-peer", action="store_true", help="skip diffprivlib")
+    own, rest = extra.parse_known_args()
+    if "-h" in rest or "--help" in rest:
+        print("extra options: --peer-venv PATH (diffprivlib virtualenv), --no-peer (skip diffprivlib)")
+    args = bench_args(__doc__, rest)
+    args.peer_venv, args.no_peer = own.peer_venv, own.no_peer
+    return args
+
+
+def main():
+    args = parse()
+    data = datasets()
+    base_cost = {name: KMeans(k, n_init=10, random_state=0).fit(X).inertia_ for name, (X, k, _) in data.items()}
+    values = {}  # (name, eps, method) -> list over seeds
+
+    def record(name, eps, method, centers):
+        X = data[name][0]
+        values.setdefault((name, eps, method), []).append(kmeans_cost(X, centers) / base_cost[name])
+
+    jobs = []
+    for name, (X, k, bounds) in data.items():
+        for eps in EPSILONS:
+            for seed in args.seeds:
+                for method, params in ((OURS, {}), (LLOYD, {"algorithm": "lloyd"}), (LOCAL, {"privacy": "local"})):
+                    km = PrivateKMeans(k, epsilon=eps, bounds=bounds, random_state=seed, device=args.device,
+                                       **params).fit(X)
+                    record(name, eps, method, km.cluster_centers_)
+                jobs.append({"dataset": key(name), "epsilon": eps, "seed": seed, "k": k, "bounds": list(bounds)})
+
+    peer_version, peer_note = None, None
+    if not args.no_peer:
+        try:
+            python = ensure_peer_venv(args.peer_venv)
+            centers, _, peer_version = run_peer(python, {key(n): X for n, (X, _, _) in data.items()}, jobs)
+            names = {key(n): n for n in data}
+            for job, c in zip(jobs, centers):
+                record(names[job["dataset"]], job["epsilon"], PEER, c)
+        except (OSError, RuntimeError, subprocess.CalledProcessError) as exc:
+            peer_note = f"diffprivlib could not be run ({type(exc).__name__}: {str(exc)[-300:]}); its rows are missing."
+
+    tables = []
+    for eps in EPSILONS:
+        t = Table(f"k-means cost / sklearn KMeans(n_init=10) cost, epsilon={eps}", "cost ratio",
+                  higher_is_better=False)
+        for name in data:
+            for method in (OURS, LLOYD, LOCAL, PEER):
+                for v in values.get((name, eps, method), []):
+                    t.add(name, method, v, ours=method != PEER)
+        if peer_version:
+            t.note(f"{PEER}: diffprivlib {peer_version} with scikit-learn 1.6.1 in its own virtualenv "
+                   "(it does not import beside scikit-learn 1.9), same data, bounds and seeds.")
+        if peer_note:
+            t.note(peer_note)
+        t.note("PrivateKMeans is (epsilon, 1e-6)-DP (Gaussian noise on the lifted sums); diffprivlib claims pure "
+               "epsilon; all rows use add/remove-one neighbouring datasets.")
+        tables.append(t)
+
+    # medians and the bars
+    lines = ["### Medians over seeds (the issue's bars are on these)", "",
+             "| dataset | epsilon | " + " | ".join([OURS, LLOYD, LOCAL, PEER]) + " | ours / diffprivlib |",
+             "|---|---|---|---|---|---|---|"]
+    bar_lines = []
+    for name in data:
+        for eps in EPSILONS:
+            med = {m: float(np.median(values[(name, eps, m)])) if (name, eps, m) in values else float("nan")
+                   for m in (OURS, LLOYD, LOCAL, PEER)}
+            rel = med[OURS] / med[PEER] if not np.isnan(med[PEER]) else float("nan")
+            lines.append(f"| {name} | {eps} | " + " | ".join(f"{med[m]:.3f}" for m in (OURS, LLOYD, LOCAL, PEER))
+                         + f" | {rel:.3f} |")
+            if eps == 1.0:
+                to_sklearn, to_peer = BARS[name]
+                checks = []
+                if to_sklearn is not None:
+                    checks.append(f"<= {to_sklearn}x sklearn: {med[OURS]:.3f} "
+                                  f"{'met' if med[OURS] <= to_sklearn else 'MISSED'}")
+                checks.append(f"<= {to_peer}x diffprivlib: {rel:.3f} "
+                              f"{'met' if rel <= to_peer else ('MISSED' if not np.isnan(rel) else 'not measured')}")
+                bar_lines.append(f"- bar {name}, epsilon=1 (medians over {len(args.seeds)} seeds): "
+                                 + "; ".join(checks))
+    medians = "\n".join(lines + [""] + bar_lines) + "\n"
+
+    # fit time as n grows
+    sizes = [10 ** 4, 10 ** 5] if args.quick else [10 ** 4, 10 ** 5, 10 ** 6]
+    time_seeds = args.seeds[:2] if args.quick else args.seeds[:3]
+    tt = Table("Fit time as n grows (10-D blobs, k=8, epsilon=1)", "seconds", higher_is_better=False)
+    big = {}
+    time_jobs = []
+    for n in sizes:
+        X, _ = make_blobs(n_samples=n, n_features=10, centers=8, cluster_std=1.0, center_box=(-8, 8), random_state=1)
+        big[f"n{n}"] = X
+        for seed in time_seeds:
+            est = PrivateKMeans(8, epsilon=1.0, bounds=(-12, 12), random_state=seed, device=args.device)
+            tt.add(f"n={n:.0e}", OURS, timed(est.fit, X), ours=True)
+            est = PrivateKMeans(8, epsilon=1.0, bounds=(-12, 12), algorithm="lloyd", random_state=seed,
+                                device=args.device)
+            tt.add(f"n={n:.0e}", LLOYD, timed(est.fit, X), ours=True)
+            time_jobs.append({"dataset": f"n{n}", "epsilon": 1.0, "seed": seed, "k": 8, "bounds": [-12.0, 12.0]})
+    if peer_version:
+        _, seconds, _ = run_peer(ensure_peer_venv(args.peer_venv), big, time_jobs)
+        for job, s in zip(time_jobs, seconds):
+            tt.add(f"n={int(job['dataset'][1:]):.0e}", PEER, s)
+    load = os.getloadavg()
+    tt.note(f"Machine load (uptime load average 1/5/15 min) at the end: {load[0]:.2f} / {load[1]:.2f} / "
+            f"{load[2]:.2f} on {os.cpu_count()} cores; device={args.device}.")
+    tt.note("Bar: fit on 10^6 points in 10-D under 30 s on 2 cores (the n=1e+06 row of PrivateKMeans).")
+    emit(tables, args)
+    print(medians, flush=True)
+    if args.output:
+        with open(args.output, "a", encoding="utf-8") as f:
+            f.write(medians + "\n")
+    emit(tt, args)
+
+
+if __name__ == "__main__":
+    start = time.perf_counter()
+    main()
+    print(f"(total {time.perf_counter() - start:.0f} s)", file=sys.stderr)

@@ -1,0 +1,50 @@
+"""Differential-privacy building blocks shared by the collection's private estimators.
+
+* mechanisms: :func:`laplace_mechanism`, :func:`geometric_mechanism`,
+  :func:`gaussian_mechanism` (analytic Gaussian, with
+  :func:`gaussian_noise_scale` and :func:`gaussian_delta`);
+* a private hierarchical histogram over a quadtree of a bounded box, in the
+  central and local models (:func:`private_quadtree_histogram`) and under
+  continual observation (:class:`ContinualQuadtreeHistogram`);
+* noisy per-group counts and sums with the right sensitivities
+  (:func:`noisy_group_sums`);
+* budget bookkeeping: :class:`Accountant` and :func:`ledger_entry`;
+* :class:`PrivacyLeakWarning`.
+
+Neighbouring datasets differ by one record added or removed (unbounded DP);
+replacing a record is two such steps, so a release that is ``epsilon``-DP
+here is ``2 epsilon``-DP for replacement.
+"""
+
+from ._accounting import Accountant, ledger_entry
+from ._exceptions import PrivacyLeakWarning
+from ._histogram import (
+    ContinualQuadtreeHistogram,
+    QuadtreeHistogram,
+    olh_parameters,
+    private_quadtree_histogram,
+)
+from ._mechanisms import (
+    gaussian_delta,
+    gaussian_mechanism,
+    gaussian_noise_scale,
+    geometric_mechanism,
+    laplace_mechanism,
+)
+from ._sums import noisy_group_sums
+
+__all__ = [
+    "Accountant",
+    "ContinualQuadtreeHistogram",
+    "PrivacyLeakWarning",
+    "QuadtreeHistogram",
+    "gaussian_delta",
+    "gaussian_mechanism",
+    "gaussian_noise_scale",
+    "geometric_mechanism",
+    "laplace_mechanism",
+    "ledger_entry",
+    "noisy_group_sums",
+    "olh_parameters",
+    "private_quadtree_histogram",
+]
