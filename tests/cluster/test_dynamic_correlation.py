@@ -1,0 +1,228 @@
+"""DynamicCorrelationClustering (the paper's Dynamic Agreement) and the planted-partition / stream generators."""
+
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.model_selection import GridSearchCV, KFold
+
+from sklearn_icml.cluster import CorrelationClustering, DynamicCorrelationClustering, correlation_cost
+from sklearn_icml.cluster._signed_graph import agreement_labels, canonical_labels, pivot_labels
+from sklearn_icml.datasets import make_planted_partition, make_vertex_stream
+
+
+def _stream_graph(n, k, p_in, p_out, seed, delete_every=4):
+    """A planted graph relabelled in insertion order, and its stream with internal ids."""
+    A, truth = make_planted_partition(n, k, p_in=p_in, p_out=p_out, random_state=seed)
+    events = make_vertex_stream(n, delete_every=delete_every, random_state=seed)
+    order = events[events[:, 0] == 0, 1]
+    new_id = np.empty(n, dtype=np.int64)
+    new_id[order] = np.arange(n)
+    Ap = sp.csr_array(A[order][:, order])
+    return Ap, truth[order], np.c_[events[:, 0], new_id[events[:, 1]]]
+
+
+def _apply(est, Ap, kind, v):
+    if kind == 0:
+        est.partial_fit(Ap[[v], : v + 1])
+    else:
+        est.delete([v])
+
+
+def _check_partition(est, alive):
+    labels = est.labels_
+    assert labels.shape == (len(est._nbrs),)
+    dead = np.ones(len(labels), dtype=bool)
+    dead[alive] = False
+    assert (labels[dead] == -1).all()
+    live = labels[alive]
+    assert (live >= 0).all()
+    np.testing.assert_array_equal(np.unique(live), np.arange(live.max() + 1))
+    np.testing.assert_array_equal(est.node_ids_, np.sort(alive))
+    assert est.n_clusters_ == live.max() + 1
+
+
+def test_exact_mode_equals_static_agreement_along_a_stream():
+    Ap, _, events = _stream_graph(120, 4, 0.7, 0.03, seed=0)
+    est = DynamicCorrelationClustering(affinity="precomputed", exact=True, random_state=0)
+    alive = []
+    for step, (kind, v) in enumerate(events):
+        _apply(est, Ap, kind, v)
+        alive = alive + [v] if kind == 0 else [u for u in alive if u != v]
+        if step % 10 == 0 or step == len(events) - 1:
+            ids = np.sort(alive)
+            ref, _ = agreement_labels(Ap[ids][:, ids], est.beta, est.lam)
+            np.testing.assert_array_equal(canonical_labels(est.labels_[ids]), ref)
+
+
+def test_exact_fit_equals_static_and_partial_fit():
+    rng = np.random.RandomState(0)
+    X = np.r_[rng.randn(25, 2) * 0.3, rng.randn(25, 2) * 0.3 + 2.0]
+    static = CorrelationClustering().fit(X).labels_
+    np.testing.assert_array_equal(DynamicCorrelationClustering(exact=True).fit(X).labels_, static)
+    streamed = DynamicCorrelationClustering(exact=True)
+    for start in range(0, 50, 7):
+        streamed.partial_fit(X[start:start + 7])
+    np.testing.assert_array_equal(streamed.labels_, static)
+
+
+def test_labels_stay_a_valid_partition_of_the_alive_vertices():
+    Ap, _, events = _stream_graph(500, 10, 0.8, 0.01, seed=1)
+    est = DynamicCorrelationClustering(affinity="precomputed", random_state=0)
+    alive = []
+    for step, (kind, v) in enumerate(events):
+        _apply(est, Ap, kind, v)
+        alive = alive + [v] if kind == 0 else [u for u in alive if u != v]
+        if step % 100 == 99:
+            _check_partition(est, alive)
+    _check_partition(est, alive)
+    assert est.n_updates_ == len(events)
+    est.delete_random(3)
+    assert len(est.node_ids_) == len(alive) - 3
+
+
+def test_stream_quality_and_sublinear_queries():
+    n = 800
+    Ap, truth, events = _stream_graph(n, 16, 0.8, 0.0125, seed=2)
+    est = DynamicCorrelationClustering(affinity="precomputed", random_state=0)
+    for kind, v in events:
+        _apply(est, Ap, kind, v)
+    ids = est.node_ids_
+    G = Ap[ids][:, ids]
+    ours = correlation_cost(G, est.labels_[ids])
+    static = CorrelationClustering(affinity="precomputed").fit(G).cost_
+    pivot = np.mean([correlation_cost(G, pivot_labels(G, np.random.RandomState(s))) for s in range(5)])
+    assert ours <= 1.2 * static
+    assert ours <= 0.7 * pivot
+    assert ours <= 1.25 * correlation_cost(G, truth[ids])
+    per_update = est.n_queries_ / est.n_updates_
+    assert per_update <= 40 * np.log2(n) ** 2
+    # recomputing from scratch reads every edge at least twice; we read far fewer
+    assert per_update < 0.5 * G.nnz
+
+
+def test_queries_per_update_grow_far_slower_than_the_graph():
+    def per_update(n):
+        A, _ = make_planted_partition(n, n // 40, p_in=0.8, p_out=8.0 / n, random_state=0)
+        n0 = n - 120
+        est = DynamicCorrelationClustering(affinity="precomputed", random_state=0).fit(A[:n0, :n0])
+        for k, i in enumerate(range(n0, n)):
+            est.partial_fit(A[[i], : i + 1])
+            if k % 4 == 3:
+                est.delete_random()
+        assert est.n_updates_ == 150
+        return est.n_queries_ / est.n_updates_
+
+    small, large = per_update(1000), per_update(8000)
+    assert large < 2.0 * small  # the graph is 8x larger; a linear cost would be 8x
+
+
+def test_same_random_state_same_stream_result_and_pickle_resumes():
+    Ap, _, events = _stream_graph(200, 5, 0.8, 0.02, seed=3)
+    runs = []
+    for _ in range(2):
+        est = DynamicCorrelationClustering(affinity="precomputed", random_state=7)
+        for kind, v in events[:150]:
+            _apply(est, Ap, kind, v)
+        runs.append(est)
+    np.testing.assert_array_equal(runs[0].labels_, runs[1].labels_)
+    assert runs[0].n_queries_ == runs[1].n_queries_
+    resumed = pickle.loads(pickle.dumps(runs[0]))
+    for est in (runs[1], resumed):
+        for kind, v in events[150:]:
+            _apply(est, Ap, kind, v)
+        est.delete_random(5)
+    np.testing.assert_array_equal(runs[1].labels_, resumed.labels_)
+    assert runs[1].n_queries_ == resumed.n_queries_
+
+
+def test_feature_stream_predict_and_score():
+    rng = np.random.RandomState(0)
+    centers = np.array([[0.0, 0.0], [4.0, 0.0], [0.0, 4.0]])
+    X = centers[rng.randint(3, size=90)] + 0.2 * rng.randn(90, 2)
+    est = DynamicCorrelationClustering(random_state=0)
+    for start in range(0, 90, 10):
+        est.partial_fit(X[start:start + 10])
+    assert est.n_clusters_ == 3
+    new = centers + 0.05
+    pred = est.predict(new)
+    assert len(set(pred.tolist())) == 3 and (pred >= 0).all()
+    assert est.predict([[40.0, 40.0]])[0] == -1
+    assert est.score(new) == 0.0 or est.score(new) > est.score(new[[0, 0, 0]]) - 1000
+    # the vertices of a deleted cluster no longer attract new points
+    est.delete(np.flatnonzero(est.labels_ == pred[0]))
+    assert est.predict(new[:1])[0] == -1
+
+
+def test_bad_input_errors():
+    est = DynamicCorrelationClustering(affinity="precomputed", random_state=0)
+    est.partial_fit(np.zeros((3, 3)))
+    with pytest.raises(ValueError, match=r"rows of shape \(n_new, n_seen \+ n_new\) = \(2, 5\)"):
+        est.partial_fit(np.zeros((2, 4)))
+    X = np.zeros((2, 5))
+    X[0, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        est.partial_fit(X)
+    with pytest.raises(ValueError, match="needs a square"):
+        DynamicCorrelationClustering(affinity="precomputed").fit(np.zeros((4, 3)))
+    with pytest.raises(ValueError, match="vertex 7 is not alive"):
+        est.delete([7])
+    est.delete([1])
+    with pytest.raises(ValueError, match="vertex 1 is not alive"):
+        est.delete([1])
+    with pytest.raises(ValueError, match="repeated"):
+        est.delete([0, 0])
+    with pytest.raises(TypeError, match="integer vertex ids"):
+        est.delete([0.5])
+    with pytest.raises(ValueError, match="cannot delete 5 vertices, only 2 are alive"):
+        est.delete_random(5)
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        DynamicCorrelationClustering().delete([0])
+    assert not hasattr(DynamicCorrelationClustering(), "labels_")
+
+
+def test_grid_search_over_beta_on_a_precomputed_graph():
+    A, _ = make_planted_partition(240, 6, p_in=0.8, p_out=0.01, random_state=4)
+    search = GridSearchCV(DynamicCorrelationClustering(affinity="precomputed", random_state=0),
+                          {"beta": [0.3, 0.8]}, cv=KFold(3, shuffle=True, random_state=0)).fit(A)
+    assert search.best_params_ == {"beta": 0.8}
+
+
+def test_sparse_graph_with_1e5_vertices_updates():
+    A, _ = make_planted_partition(100_000, 20_000, p_in=0.9, p_out=2e-5, random_state=0)
+    n0 = 100_000 - 100
+    est = DynamicCorrelationClustering(affinity="precomputed", random_state=0).fit(A[:n0, :n0])
+    for i in range(n0, 100_000):
+        est.partial_fit(A[[i], : i + 1])
+    deleted = est.delete_random(25)
+    assert len(set(deleted.tolist())) == 25
+    labels = est.labels_
+    assert labels.shape == (100_000,) and (labels[deleted] == -1).all()
+    assert est.n_queries_ / est.n_updates_ < 40 * np.log2(1e5) ** 2
+
+
+def test_generators():
+    A, labels = make_planted_partition(5000, 50, p_in=0.5, p_out=0.001, random_state=0)
+    assert (A != A.T).nnz == 0 and A.diagonal().sum() == 0
+    same = labels[A.tocoo().row] == labels[A.tocoo().col]
+    n_in, n_out = same.sum() // 2, (~same).sum() // 2
+    pairs_in = 50 * 100 * 99 // 2
+    assert abs(n_in / pairs_in - 0.5) < 0.02
+    assert abs(n_out / (5000 * 4999 // 2 - pairs_in) - 0.001) < 0.0002
+    A2, labels2 = make_planted_partition(5000, 50, p_in=0.5, p_out=0.001, random_state=0)
+    assert (A != A2).nnz == 0 and (labels == labels2).all()
+    events = make_vertex_stream(101, delete_every=4, random_state=0)
+    inserted = events[events[:, 0] == 0, 1]
+    np.testing.assert_array_equal(np.sort(inserted), np.arange(101))
+    alive = set()
+    for kind, v in events:
+        if kind == 0:
+            alive.add(v)
+        else:
+            assert v in alive
+            alive.remove(v)
+    assert len(alive) == 101 - 25
+    assert (make_vertex_stream(10, delete_every=None)[:, 0] == 0).all()
