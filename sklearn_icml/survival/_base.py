@@ -1,0 +1,98 @@
+"""Pieces shared by the survival heads: the c-index ``score``, the Breslow baseline, the Cox loss."""
+
+import numpy as np
+from sklearn.utils.validation import check_array
+
+from ..utils._torch import as_numpy
+from ._metrics import concordance_index
+
+
+class SurvivalMixin:
+    """Mixin for survival heads: ``score`` is Harrell's c-index of ``predict`` (a risk score).
+
+    The target is required, and is not a classification or regression
+    target: ``estimator_type`` stays None, as for scikit-survival's
+    estimators, so cross-validation splits with ``KFold``.
+    """
+
+    def score(self, X, y):
+        """Harrell's concordance index of the predicted risks.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Input data.
+        y : array-like
+            Survival target (structured (event, time) array, (n, 2) [time,
+            event] array, or 1-D times).
+
+        Returns
+        -------
+        score : float
+            The concordance index (0.5 is chance, 1 is a perfect ordering).
+        """
+        return concordance_index(y, self.predict(X))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
+
+def breslow_baseline(log_risk, time, event):
+    """Breslow's estimate of the cumulative baseline hazard at the distinct event times.
+
+    Returns ``(event_times, cumulative_hazard)``; ``H0(t) = sum over event
+    times t_k <= t of d_k / sum_{j: time_j >= t_k} exp(log_risk_j)``.
+    """
+    order = np.argsort(time, kind="mergesort")
+    t_sorted, e_sorted = time[order], event[order]
+    # log of the sum of risks of samples with time >= t (in log space: no overflow for large log-risks)
+    log_tail = np.logaddexp.accumulate(log_risk[order][::-1])[::-1]
+    uniq, first = np.unique(t_sorted, return_index=True)
+    d = np.add.reduceat(e_sorted.astype(np.float64), first)
+    has_event = d > 0
+    with np.errstate(over="ignore"):
+        hazard = d[has_event] * np.exp(-log_tail[first][has_event])
+    return uniq[has_event], np.cumsum(hazard)
+
+
+def survival_from_baseline(event_times, cum_hazard, log_risk, times):
+    """``S(t | x) = exp(-H0(t) exp(log_risk))`` on ``times``, H0 a right-continuous step function."""
+    idx = np.searchsorted(event_times, times, side="right") - 1
+    h0 = np.where(idx >= 0, cum_hazard[np.clip(idx, 0, None)], 0.0)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        cum = np.exp(np.asarray(log_risk, dtype=np.float64)[:, None] + np.log(h0)[None, :])
+    return np.exp(-np.nan_to_num(cum, nan=0.0))
+
+
+def check_times(times, default, name):
+    """Evaluation times for ``predict_survival_function``: ``default`` when None, else 1-D finite floats."""
+    if times is None:
+        return default.copy()
+    times = check_array(as_numpy(times), ensure_2d=False, dtype=np.float64, input_name="times")
+    if times.ndim != 1:
+        raise ValueError(f"{name}.predict_survival_function: times must be 1-D; got shape {times.shape}.")
+    return times
+
+
+def cox_sort_keys(time):
+    """Descending-time order and, per sorted position, the last index of its tied-time group.
+
+    With these, ``logcumsumexp`` over the sorted log-risks taken at the group
+    end gives the log of each sample's risk set ``{j : time_j >= time_i}``
+    (Breslow's handling of ties).
+    """
+    order = np.argsort(-time, kind="mergesort")
+    t_sorted = time[order]
+    # positions are in descending time; the group of position p ends at the last q with t_sorted[q] == t_sorted[p]
+    last = np.searchsorted(-t_sorted, -t_sorted, side="right") - 1
+    return order, last
+
+
+def cox_negative_log_likelihood(log_risk, event, last, normalizer):
+    """Breslow negative log partial likelihood on samples already sorted by descending time (torch)."""
+    import torch
+
+    log_risk_set = torch.logcumsumexp(log_risk, dim=0)[last]
+    return -((log_risk - log_risk_set) * event).sum() / normalizer

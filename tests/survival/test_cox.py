@@ -1,0 +1,155 @@
+"""CoxSurvival: partial likelihood, Breslow baseline, scikit-survival parity, MLP, errors, model selection."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import GridSearchCV, KFold
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from sklearn_icml.survival import CoxSurvival, Surv
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
+
+
+def _data(n=150, p=3, seed=0, ties=False, nonlinear=False):
+    rng = np.random.RandomState(seed)
+    X = rng.normal(size=(n, p))
+    eta = 1.5 * np.sin(2 * X[:, 0]) + X[:, 1] ** 2 - 1 if nonlinear else X @ np.linspace(1.0, -0.5, p)
+    time = rng.exponential(np.exp(-eta))
+    if ties:
+        time = np.ceil(time * 4) / 4
+    event = rng.rand(n) < 0.75
+    return X, Surv.from_arrays(event, time)
+
+
+def _breslow_nll_loop(eta, event, time):
+    total = 0.0
+    for i in np.flatnonzero(event):
+        total -= eta[i] - np.log(np.exp(eta[time >= time[i]]).sum())
+    return total / len(time)
+
+
+def test_partial_likelihood_with_ties_matches_a_direct_loop():
+    import torch
+
+    from sklearn_icml.survival._base import cox_negative_log_likelihood, cox_sort_keys
+
+    X, y = _data(ties=True)
+    eta = np.random.RandomState(1).normal(size=len(X))
+    order, last = cox_sort_keys(y["time"])
+    got = cox_negative_log_likelihood(torch.tensor(eta[order]), torch.tensor(y["event"][order].astype(float)),
+                                      torch.tensor(last), len(X))
+    assert float(got) == pytest.approx(_breslow_nll_loop(eta, y["event"], y["time"]), rel=1e-12)
+
+
+def test_fit_reaches_the_stationary_point_and_the_breslow_baseline():
+    X, y = _data(ties=True)
+    cox = CoxSurvival().fit(X, y)
+    eps = 1e-6
+    base = _breslow_nll_loop(X @ cox.coef_, y["event"], y["time"])
+    for j in range(X.shape[1]):  # numerical gradient of the objective vanishes at coef_
+        step = np.zeros(X.shape[1])
+        step[j] = eps
+        grad = (_breslow_nll_loop(X @ (cox.coef_ + step), y["event"], y["time"]) - base) / eps
+        assert abs(grad) < 1e-4
+    # Breslow: H0(t) = sum over event times <= t of d / sum of risks at risk
+    risk = np.exp(cox.predict(X))
+    t = y["time"]
+    expected = np.cumsum([y["event"][t == u].sum() / risk[t >= u].sum() for u in cox.event_times_])
+    np.testing.assert_allclose(cox.cum_baseline_hazard_, expected, rtol=1e-10)
+    surv = cox.predict_survival_function(X[:5])
+    assert surv.shape == (5, len(cox.event_times_))
+    assert np.all(np.diff(surv, axis=1) <= 1e-15) and np.all((surv > 0) & (surv <= 1))
+    np.testing.assert_allclose(cox.predict_survival_function(X[:5], times=[0.0]), 1.0)
+
+
+def test_target_forms_give_the_same_model():
+    X, y = _data()
+    a = CoxSurvival().fit(X, y).coef_
+    b = CoxSurvival().fit(X, np.column_stack([y["time"], y["event"]])).coef_
+    np.testing.assert_allclose(a, b)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # non-convex: max_iter is the budget
+def test_mlp_learns_what_a_linear_model_cannot():
+    X, y = _data(n=400, nonlinear=True, seed=2)
+    X_te, y_te = _data(n=400, nonlinear=True, seed=3)
+    linear = CoxSurvival().fit(X, y)
+    mlp = CoxSurvival((16,), alpha=1.0, max_iter=300, random_state=0).fit(X, y)
+    assert mlp.score(X_te, y_te) > linear.score(X_te, y_te) + 0.1
+    adam = CoxSurvival((16,), solver="adam", learning_rate=1e-2, max_iter=100, batch_size=64, random_state=0)
+    assert adam.fit(X, y).score(X_te, y_te) > linear.score(X_te, y_te) + 0.05
+    np.testing.assert_array_equal(CoxSurvival((16,), random_state=0, max_iter=20).fit(X, y).predict(X),
+                                  CoxSurvival((16,), random_state=0, max_iter=20).fit(X, y).predict(X))
+
+
+def test_penalty_shrinks_and_separable_data_warn():
+    X, y = _data()
+    free = CoxSurvival().fit(X, y).coef_
+    ridge = CoxSurvival(alpha=100.0).fit(X, y).coef_
+    assert np.linalg.norm(ridge) < 0.8 * np.linalg.norm(free)
+    # times ordered exactly by a linear score: the unpenalized likelihood has no maximum
+    rng = np.random.RandomState(0)
+    Xs = rng.normal(size=(30, 2))
+    ys = Surv.from_arrays(np.ones(30, dtype=bool), np.exp(-3 * Xs[:, 0]))
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        CoxSurvival(max_iter=20).fit(Xs, ys)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        CoxSurvival(alpha=1.0, max_iter=20).fit(Xs, ys)
+
+
+@pytest.mark.parametrize("y, match", [
+    (None, "requires y"),
+    (Surv.from_arrays([True] * 5, [1.0, 2.0, -1.0, 3.0, 4.0]), "non-negative"),
+    (Surv.from_arrays([False] * 5, [1.0, 2.0, 1.0, 3.0, 4.0]), "censored"),
+    (Surv.from_arrays([True] * 4, [1.0, 2.0, 1.0, 3.0]), "inconsistent numbers of samples"),
+])
+def test_bad_targets(y, match):
+    X = np.random.RandomState(0).normal(size=(5, 2))
+    with pytest.raises(ValueError, match=match):
+        CoxSurvival().fit(X, y)
+    with pytest.raises(ValueError, match="hidden_layer_sizes"):
+        CoxSurvival((0,)).fit(X, np.arange(1.0, 6.0))
+
+
+def test_grid_search_scores_with_the_cindex():
+    X, y = _data(n=120)
+    search = GridSearchCV(make_pipeline(StandardScaler(), CoxSurvival()), {"coxsurvival__alpha": [0.0, 10.0]},
+                          cv=KFold(3, shuffle=True, random_state=0)).fit(X, y)
+    assert 0.6 < search.best_score_ <= 1.0
+    assert search.score(X, y) == pytest.approx(search.best_estimator_.score(X, y))
+
+
+@pytest.mark.peers
+@pytest.mark.parametrize("loader", ["load_whas500", "load_gbsg2"])
+def test_matches_scikit_survival_coxph(loader):
+    datasets = pytest.importorskip("sksurv.datasets")
+    from sklearn.model_selection import train_test_split
+    from sksurv.linear_model import CoxPHSurvivalAnalysis
+    from sksurv.preprocessing import OneHotEncoder
+
+    X, y = getattr(datasets, loader)()
+    if loader == "load_gbsg2":
+        X["tgrade"] = X["tgrade"].map(len).astype(int)  # ordinal grade I, II, III
+    X = OneHotEncoder().fit_transform(X).astype(float)
+    ours = CoxSurvival().fit(X, y)
+    theirs = CoxPHSurvivalAnalysis(alpha=0.0, ties="breslow").fit(X, y)
+    np.testing.assert_allclose(ours.coef_, theirs.coef_, atol=1e-3)
+    np.testing.assert_allclose(ours.predict_survival_function(X.iloc[:20], theirs.unique_times_),
+                               theirs.predict_survival_function(X.iloc[:20], return_array=True), atol=1e-4)
+    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.3, random_state=0)
+    for alpha in (0.0, 0.1):
+        c_ours = CoxSurvival(alpha=alpha).fit(X_tr, y_tr).score(X_te, y_te)
+        c_theirs = CoxPHSurvivalAnalysis(alpha=alpha).fit(X_tr, y_tr).score(X_te, y_te)
+        assert abs(c_ours - c_theirs) <= 0.01
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_device_parity(device):
+    X, y = _data()
+    np.testing.assert_allclose(CoxSurvival(device=device).fit(X, y).coef_, CoxSurvival().fit(X, y).coef_,
+                               rtol=1e-6, atol=1e-8)
