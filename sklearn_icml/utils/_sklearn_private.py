@@ -9,6 +9,7 @@ minor release.
 """
 
 from sklearn.base import _fit_context
+from sklearn.model_selection._search import BaseSearchCV
 from sklearn.utils._param_validation import (
     HasMethods,
     Hidden,
@@ -22,6 +23,7 @@ from sklearn.utils.validation import _check_sample_weight, _num_samples
 
 __all__ = [
     "_fit_context",
+    "BaseSearchCV",
     "HasMethods",
     "Hidden",
     "Interval",

@@ -1,0 +1,30 @@
+"""Tour entry of the optimize family: meta-learned BO (MALIBO) against LFBO on held-out shifted Forrester tasks."""
+
+from .._tour import TourEntry, TourResult, fit_timed
+
+
+def _run_malibo(device="cpu", quick=False):
+    import numpy as np
+
+    from ..datasets import make_forrester_tasks
+    from . import LikelihoodFreeOptimizer, MetaBayesianOptimizer, MetaLFBOClassifier
+
+    meta = make_forrester_tasks(48 if quick else 64, 32, family="shifted", random_state=0)
+    targets = make_forrester_tasks(5 if quick else 8, 0, family="shifted", random_state=1)
+    classifier = MetaLFBOClassifier(n_features=16, n_hidden=32, n_layers=3, max_epochs=150 if quick else 300,
+                                    device=device)
+    common = dict(bounds=[(0.0, 1.0)], n_candidates=1024, random_state=0)
+    malibo, seconds = fit_timed(MetaBayesianOptimizer(classifier=classifier, **common), meta.tasks)
+    lfbo = LikelihoodFreeOptimizer(**common)
+    n_iter = 8
+    ours = np.median([malibo.minimize(f, n_iter).fun - f.minimum for f in targets.functions])
+    base = np.median([lfbo.minimize(f, n_iter).fun - f.minimum for f in targets.functions])
+    return TourResult(metric=f"median regret after {n_iter} evaluations, held-out tasks", score=float(ours),
+                      baseline="LFBO (no meta-learning)", baseline_score=float(base), fit_seconds=seconds,
+                      higher_is_better=False)
+
+
+TOUR_ENTRIES = [
+    TourEntry("MetaBayesianOptimizer", "S13", "minimise new shifted-Forrester tasks after meta-training",
+              _run_malibo, uses_device=True),
+]
