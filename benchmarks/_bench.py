@@ -80,12 +80,17 @@ class Table:
         Name and unit of the value (``"seconds"``, ``"ARI"``, ...).
     higher_is_better : bool
         Direction of the metric; decides the best peer and the verdict.
+    verdicts : bool, default=True
+        Say win/tie/loss on our rows. Turn off for tables that compare values
+        rather than race (ratios are still given). Means within a relative
+        1e-9 of the best peer's count as a tie.
     """
 
-    def __init__(self, title, metric, *, higher_is_better):
+    def __init__(self, title, metric, *, higher_is_better, verdicts=True):
         self.title = title
         self.metric = metric
         self.higher_is_better = higher_is_better
+        self.verdicts = verdicts
         self._values = defaultdict(list)
         self._ours = {}
         self._cases = []
@@ -139,9 +144,12 @@ class Table:
                 if best is not None and n > 0:
                     ref = stats[best][0]
                     ratio = mean / ref if ref != 0 else math.nan
-                    if self._ours[(case, m)]:
-                        better = mean > ref if self.higher_is_better else mean < ref
-                        verdict = "win" if better else ("tie" if mean == ref else "loss")
+                    if self._ours[(case, m)] and self.verdicts:
+                        if abs(mean - ref) <= 1e-9 * max(abs(ref), 1e-300):
+                            verdict = "tie"
+                        else:
+                            better = mean > ref if self.higher_is_better else mean < ref
+                            verdict = "win" if better else "loss"
                 out.append(dict(case=case, method=m, ours=self._ours[(case, m)], mean=mean, std=std,
                                 n=n, ratio=ratio, best_peer=best, verdict=verdict))
         return out

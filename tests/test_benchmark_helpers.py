@@ -70,3 +70,14 @@ def test_inconsistent_roles_are_rejected():
 def test_timed_takes_the_best_of_repeats():
     calls = []
     assert bench.timed(calls.append, 1, repeat=3) >= 0 and calls == [1, 1, 1]
+
+
+def test_near_equal_means_are_a_tie_and_verdicts_can_be_off():
+    t = bench.Table("t", "ECE", higher_is_better=False)
+    t.add("c", "ours", 0.1 + 1e-17, ours=True)
+    t.add("c", "peer", 0.1)
+    assert t.rows()[0]["verdict"] == "tie"
+    v = bench.Table("t", "ECE", higher_is_better=False, verdicts=False)
+    v.add("c", "ours", 0.2, ours=True)
+    v.add("c", "peer", 0.1)
+    assert v.rows()[0]["verdict"] is None and v.rows()[0]["ratio"] == 2.0

@@ -102,3 +102,11 @@ def test_numpydoc_validation_as_in_the_docs_build():
             if code not in skip:
                 problems.append(f"{path}: {code} {message}")
     assert not problems, "\n".join(problems)
+
+
+def test_readme_quick_example_runs(capsys):
+    text = (ROOT / "README.md").read_text()
+    example = text.split("## A quick example", 1)[1]
+    code = re.search(r"```python\n(.+?)\n```", example, flags=re.S).group(1)
+    exec(compile(code, "README.md", "exec"), {})
+    assert "logisticregression__C" in capsys.readouterr().out

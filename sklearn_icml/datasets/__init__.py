@@ -6,3 +6,39 @@ estimators take.
 """
 
 __all__ = []
+
+from ._finetune import make_weight_shift_tasks  # noqa: E402
+
+__all__ += ["make_weight_shift_tasks"]
+
+from ._survival import make_multimodal_survival  # noqa: E402
+
+__all__ += ["make_multimodal_survival"]
+
+from ._ranking import make_arena_battles  # noqa: E402
+
+__all__ += ["make_arena_battles"]
+
+from ._correlation import make_planted_partition, make_vertex_stream  # noqa: E402
+
+__all__ += ["make_planted_partition", "make_vertex_stream"]
+
+from ._calibration import make_ece_pathology  # noqa: E402
+
+__all__ += ["make_ece_pathology"]
+
+from ._private_kmeans import make_bounded_blobs  # noqa: E402
+
+__all__ += ["make_bounded_blobs"]
+
+from ._inspection import make_attribution_task  # noqa: E402
+
+__all__ += ["make_attribution_task"]
+
+from ._bandits import make_glm_duels  # noqa: E402
+
+__all__ += ["make_glm_duels"]
+
+from ._optimize import make_forrester_tasks, make_hpo_tasks  # noqa: E402
+
+__all__ += ["make_forrester_tasks", "make_hpo_tasks"]
