@@ -103,7 +103,7 @@ print("estimated Borda winner", offline.best_item_, "true winner", env.borda_win
 
 # %%
 # Tuning the exploration constant against the simulator
-# ----------------------------------------------------
+# -----------------------------------------------------
 # :func:`~sklearn_icml.bandits.simulation_scorer` scores an agent by simulating it, so
 # :class:`~sklearn.model_selection.GridSearchCV` can tune ``c_explore``. This tunes against the
 # *simulator*, not against logged data (the duels given to ``fit`` only satisfy the API). Each

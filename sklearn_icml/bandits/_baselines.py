@@ -33,13 +33,13 @@ class UniformDueling(_FeatureFreeAgent):
     ----------
     n_items_ : int
         Number of items.
-    borda_scores_ : ndarray of shape (n_items_,)
+    borda_scores_ : ndarray of shape (`n_items_`,)
         Empirical Borda scores (1/2 for items never played).
     best_item_ : int
         The item with the largest empirical Borda score.
-    duel_counts_ : ndarray of shape (n_items_, n_items_)
+    duel_counts_ : ndarray of shape (`n_items_`, `n_items_`)
         Number of duels observed for each ordered pair.
-    duel_wins_ : ndarray of shape (n_items_, n_items_)
+    duel_wins_ : ndarray of shape (`n_items_`, `n_items_`)
         Wins of the first item for each ordered pair.
     n_duels_ : int
         Duels observed.
@@ -47,7 +47,7 @@ class UniformDueling(_FeatureFreeAgent):
         The agent's random stream.
     n_features_in_ : int
         Number of columns of ``X`` (2).
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Column names, when X had string column names.
 
     See Also
@@ -121,13 +121,13 @@ class ETCBorda(_FeatureFreeAgent):
         Exploration rounds.
     phase_ : {"explore", "commit"}
         Where the agent stands.
-    borda_scores_ : ndarray of shape (n_items_,)
+    borda_scores_ : ndarray of shape (`n_items_`,)
         Empirical Borda scores (1/2 for items never played).
     best_item_ : int
         The estimated Borda winner (the committed item after the commit).
-    duel_counts_ : ndarray of shape (n_items_, n_items_)
+    duel_counts_ : ndarray of shape (`n_items_`, `n_items_`)
         Number of duels observed for each ordered pair.
-    duel_wins_ : ndarray of shape (n_items_, n_items_)
+    duel_wins_ : ndarray of shape (`n_items_`, `n_items_`)
         Wins of the first item for each ordered pair.
     n_duels_ : int
         Duels observed.
@@ -135,7 +135,7 @@ class ETCBorda(_FeatureFreeAgent):
         The agent's random stream.
     n_features_in_ : int
         Number of columns of ``X`` (2).
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Column names, when X had string column names.
 
     See Also
@@ -254,17 +254,17 @@ class DEXP3(_FeatureFreeAgent):
         The learning rate used.
     gamma_ : float
         The uniform-mixing weight used.
-    cumulative_scores_ : ndarray of shape (n_items_,)
+    cumulative_scores_ : ndarray of shape (`n_items_`,)
         ``sum_s b_hat_s(i)``.
-    sampling_proba_ : ndarray of shape (n_items_,)
+    sampling_proba_ : ndarray of shape (`n_items_`,)
         The current sampling distribution ``q_t``.
-    borda_scores_ : ndarray of shape (n_items_,)
+    borda_scores_ : ndarray of shape (`n_items_`,)
         Average estimated Borda scores, ``cumulative_scores_ / n_duels_``.
     best_item_ : int
         The item with the largest cumulative estimate.
-    duel_counts_ : ndarray of shape (n_items_, n_items_)
+    duel_counts_ : ndarray of shape (`n_items_`, `n_items_`)
         Number of duels observed for each ordered pair.
-    duel_wins_ : ndarray of shape (n_items_, n_items_)
+    duel_wins_ : ndarray of shape (`n_items_`, `n_items_`)
         Wins of the first item for each ordered pair.
     n_duels_ : int
         Duels observed.
@@ -272,7 +272,7 @@ class DEXP3(_FeatureFreeAgent):
         The agent's random stream.
     n_features_in_ : int
         Number of columns of ``X`` (2).
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Column names, when X had string column names.
 
     See Also

@@ -73,24 +73,24 @@ class BordaETC(_FeatureAgent):
         Dimension ``d`` of the pair features.
     n_explore_ : int
         Exploration rounds.
-    exploration_pairs_ : ndarray of shape (n_explore_, 2)
+    exploration_pairs_ : ndarray of shape (`n_explore_`, 2)
         The planned exploration duels, in order.
     design_ : ndarray of shape (n_distinct,) or None
         With ``exploration="g_optimal"``, the G-optimal design over the
         distinct pair features (up to sign).
     phase_ : {"explore", "commit"}
         Where the agent stands.
-    coef_ : ndarray of shape (n_features_,)
+    coef_ : ndarray of shape (`n_features_`,)
         The estimate ``theta_hat`` (zeros before the commit).
     n_iter_ : int
         Newton steps of the last GLM fit.
-    borda_scores_ : ndarray of shape (n_items_,)
+    borda_scores_ : ndarray of shape (`n_items_`,)
         The plug-in Borda scores ``B_hat`` (1/2 everywhere before the commit).
     best_item_ : int
         The estimated Borda winner (the committed item after the commit).
-    duel_counts_ : ndarray of shape (n_items_, n_items_)
+    duel_counts_ : ndarray of shape (`n_items_`, `n_items_`)
         Number of duels observed for each ordered pair.
-    duel_wins_ : ndarray of shape (n_items_, n_items_)
+    duel_wins_ : ndarray of shape (`n_items_`, `n_items_`)
         Wins of the first item for each ordered pair.
     n_duels_ : int
         Duels observed.
@@ -100,7 +100,7 @@ class BordaETC(_FeatureAgent):
         The agent's random stream.
     n_features_in_ : int
         Number of columns of ``X`` (2).
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Column names, when X had string column names.
 
     See Also

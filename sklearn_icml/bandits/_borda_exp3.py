@@ -80,19 +80,19 @@ class BordaEXP3(_FeatureAgent):
         The uniform-mixing weight used.
     lambda0_ : float
         The ``lambda_0`` used.
-    cumulative_scores_ : ndarray of shape (n_items_,)
+    cumulative_scores_ : ndarray of shape (`n_items_`,)
         ``sum_s B_hat_s(i)``, the exponent of the weights (divided by ``eta``).
-    sampling_proba_ : ndarray of shape (n_items_,)
+    sampling_proba_ : ndarray of shape (`n_items_`,)
         The current sampling distribution ``q_t``.
-    coef_ : ndarray of shape (n_features_,)
+    coef_ : ndarray of shape (`n_features_`,)
         The last estimate ``theta_hat_t`` (summed over the last batch).
-    borda_scores_ : ndarray of shape (n_items_,)
+    borda_scores_ : ndarray of shape (`n_items_`,)
         Average estimated Borda scores, ``1/2 + cumulative_scores_ / n_duels_``.
     best_item_ : int
         The item with the largest cumulative estimate.
-    duel_counts_ : ndarray of shape (n_items_, n_items_)
+    duel_counts_ : ndarray of shape (`n_items_`, `n_items_`)
         Number of duels observed for each ordered pair.
-    duel_wins_ : ndarray of shape (n_items_, n_items_)
+    duel_wins_ : ndarray of shape (`n_items_`, `n_items_`)
         Wins of the first item for each ordered pair.
     n_duels_ : int
         Duels observed.
@@ -100,7 +100,7 @@ class BordaEXP3(_FeatureAgent):
         The agent's random stream.
     n_features_in_ : int
         Number of columns of ``X`` (2).
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Column names, when X had string column names.
 
     See Also

@@ -118,7 +118,7 @@ class PairwiseGLMClassifier(ClassifierMixin, BaseEstimator):
         Newton steps taken.
     n_features_in_ : int
         Number of pair features seen in fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Feature names, when X had string column names.
 
     See Also

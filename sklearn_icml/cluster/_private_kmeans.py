@@ -271,7 +271,7 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         The box used (lower, upper).
     n_components_ : int
         Dimension of the projected space.
-    projection_ : ndarray of shape (n_features, n_components_)
+    projection_ : ndarray of shape (n_features, `n_components_`)
         The random projection (identity when not projecting), applied to
         records centred on the box and scaled by its half-diagonal.
     n_levels_ : int
@@ -280,9 +280,9 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         The released tree (private), in the projected space: a record ``x``
         sits at ``((x - c) / ||h||) @ projection_`` with ``c`` the centre and
         ``h`` the half-widths of ``bounds_``. None for DP-Lloyd.
-    mp_centers_ : ndarray of shape (n_mp_centers, n_components_)
+    mp_centers_ : ndarray of shape (n_mp_centers, `n_components_`)
         The greedy's bicriteria centres in the projected space.
-    projected_centers_ : ndarray of shape (n_clusters, n_components_)
+    projected_centers_ : ndarray of shape (n_clusters, `n_components_`)
         The ``n_clusters`` centres in the projected space, before the lift, in
         the order of ``cluster_centers_``.
     epsilon_spent_ : float
@@ -296,7 +296,7 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         Steps seen by :meth:`partial_fit` (0 after :meth:`fit`).
     n_features_in_ : int
         Number of features seen in fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Feature names, when X had string column names.
 
     See Also
