@@ -58,19 +58,6 @@ def plus_rows(M, threshold, *, symmetric=False):
     return P.astype(bool)
 
 
-def edges_to_adjacency(n, rows, cols):
-    """Symmetric boolean CSR from undirected edge lists (self-loops and duplicates dropped)."""
-    rows = np.asarray(rows, dtype=np.int64)
-    cols = np.asarray(cols, dtype=np.int64)
-    keep = rows != cols
-    rows, cols = rows[keep], cols[keep]
-    data = np.ones(2 * len(rows), dtype=bool)
-    A = sp.csr_array((data, (np.r_[rows, cols], np.r_[cols, rows])), shape=(n, n))
-    A.sum_duplicates()
-    A.sort_indices()
-    return A.astype(bool)
-
-
 def feature_graph(nn, X, affinity, threshold, n_neighbors, kth_distance=None, *, self_graph):
     """'+' rows of the points ``X`` against the points indexed by the fitted ``nn`` (NearestNeighbors).
 

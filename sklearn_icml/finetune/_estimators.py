@@ -18,7 +18,15 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils._sklearn_private import HasMethods, Interval, StrOptions, _fit_context
-from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device, to_numpy, to_tensor, torch_seed
+from ..utils._torch import (
+    DEVICE_CONSTRAINT,
+    as_numpy,
+    resolve_device,
+    to_numpy,
+    to_tensor,
+    torch_generator,
+    torch_seed,
+)
 
 __all__ = ["DoRAClassifier", "DoRARegressor"]
 
@@ -145,9 +153,9 @@ class _DoRAEstimator(BaseEstimator):
 
         name = type(self).__name__
         rng = check_random_state(self.random_state)
-        init_gen = torch.Generator().manual_seed(torch_seed(rng))
+        init_gen = torch_generator(rng)
         adapter_seed = torch_seed(rng)
-        shuffle_gen = torch.Generator().manual_seed(torch_seed(rng))
+        shuffle_gen = torch_generator(rng)
         dropout_seed = torch_seed(rng)
         device = resolve_device(self.device)
 

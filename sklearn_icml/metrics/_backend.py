@@ -10,7 +10,7 @@ import numpy as np
 from scipy import fft as sp_fft
 from scipy.special import expit
 
-from ..utils._torch import is_torch_tensor
+from ..utils._torch import as_numpy, is_torch_tensor
 
 
 class _NumpyOps:
@@ -119,7 +119,7 @@ class _TorchOps:
         return self.torch.from_numpy(x.copy()).to(self.device)
 
     def to_numpy(self, x):
-        return x.detach().cpu().numpy()
+        return as_numpy(x)
 
     def arange(self, n):
         return self.torch.arange(n, dtype=self.torch.float64, device=self.device)

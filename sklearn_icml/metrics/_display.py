@@ -1,13 +1,11 @@
 """LSReliabilityDisplay: the smooth (LS) reliability diagram beside the binned one."""
 
-import numpy as np
-from sklearn.utils.validation import check_is_fitted
-
 from ..utils._torch import as_numpy
 from ._binned_ece import binned_ece, binned_reliability
 from ._calibration_input import prepare_binary_problems
 from ._ls_ece import ls_ece
 from ._reliability import ls_reliability_curve
+from ._scorer import estimator_scores
 
 
 def _pyplot(caller):
@@ -237,20 +235,11 @@ class LSReliabilityDisplay:
         display : LSReliabilityDisplay
             The plotted display.
         """
-        check_is_fitted(estimator)
         if response_method not in ("predict_proba", "decision_function"):
             raise ValueError("LSReliabilityDisplay: response_method must be 'predict_proba' or "
                              f"'decision_function'; got {response_method!r}.")
-        scores = np.asarray(getattr(estimator, response_method)(X))
-        classes = np.asarray(estimator.classes_)
-        extra = {}
-        if classes.size == 2:
-            scores = scores[:, 1] if scores.ndim == 2 else scores
-            extra["pos_label"] = classes[1]
-        else:
-            extra["labels"] = classes
+        scores, extra = estimator_scores(estimator, X, response_method, "LSReliabilityDisplay")
         name = type(estimator).__name__ if name is None else name
-        return cls.from_predictions(y, scores, sigma=sigma, n_bins=n_bins, noise=noise,
-                                    response="proba" if response_method == "predict_proba" else "logits",
-                                    n_points=n_points, name=name, ax=ax, ref_line=ref_line,
-                                    show_binned=show_binned, **extra, **kwargs)
+        return cls.from_predictions(y, scores, sigma=sigma, n_bins=n_bins, noise=noise, n_points=n_points,
+                                    name=name, ax=ax, ref_line=ref_line, show_binned=show_binned, **extra,
+                                    **kwargs)

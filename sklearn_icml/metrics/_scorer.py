@@ -7,6 +7,30 @@ from ._binned_ece import binned_ece
 from ._ls_ece import ls_ece
 
 
+def estimator_scores(estimator, X, response_method, caller):
+    """Scores of a fitted classifier on X, and the metric arguments that match them to its classes.
+
+    Returns ``(scores, kwargs)``: for a binary classifier the positive
+    column (``classes_[1]``) with ``pos_label``, otherwise all columns with
+    ``labels=classes_``, so a cross-validation fold missing a class still
+    reads the right columns; ``response`` says whether they are
+    probabilities or logits.
+    """
+    check_is_fitted(estimator)
+    if not hasattr(estimator, response_method):
+        raise AttributeError(f"{type(estimator).__name__} has no {response_method}; {caller} needs it.")
+    scores = np.asarray(getattr(estimator, response_method)(X))
+    classes = np.asarray(estimator.classes_)
+    kwargs = {"response": "proba" if response_method == "predict_proba" else "logits"}
+    if classes.size == 2:
+        if scores.ndim == 2:
+            scores = scores[:, 1]
+        kwargs["pos_label"] = classes[1]
+    else:
+        kwargs["labels"] = classes
+    return scores, kwargs
+
+
 class _CalibrationScorer:
     """A scorer returning minus a calibration error (greater is better).
 
@@ -38,21 +62,8 @@ class _CalibrationScorer:
         self.kwargs = kwargs
 
     def __call__(self, estimator, X, y_true, sample_weight=None):
-        check_is_fitted(estimator)
-        if not hasattr(estimator, self.response_method):
-            raise AttributeError(f"{type(estimator).__name__} has no {self.response_method}; this scorer needs it.")
-        scores = getattr(estimator, self.response_method)(X)
-        classes = np.asarray(estimator.classes_)
-        response = "proba" if self.response_method == "predict_proba" else "logits"
-        kwargs = dict(self.kwargs, response=response, sample_weight=sample_weight)
-        if classes.size == 2:
-            scores = np.asarray(scores)
-            if scores.ndim == 2:
-                scores = scores[:, 1]
-            kwargs["pos_label"] = classes[1]
-        else:
-            kwargs["labels"] = classes
-        return -float(self.metric(y_true, scores, **kwargs))
+        scores, kwargs = estimator_scores(estimator, X, self.response_method, "this scorer")
+        return -float(self.metric(y_true, scores, **self.kwargs, **kwargs, sample_weight=sample_weight))
 
     def __repr__(self):
         extra = "".join(f", {k}={v!r}" for k, v in self.kwargs.items())

@@ -22,7 +22,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils._sklearn_private import Interval, StrOptions, _check_sample_weight, _fit_context
-from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device, to_numpy, to_tensor
+from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device, to_numpy, to_tensor, torch_generator
 from ._lfbo import _lfbo_rows
 from ._tasks import check_task_list, is_task_list, split_by_groups
 
@@ -417,7 +417,7 @@ class MetaLFBOClassifier(ClassifierMixin, BaseEstimator):
         coefs, intercepts, mean_coef, mean_intercept = _init_network(rng, n_dims, self.n_hidden,
                                                                      self.n_layers, self.n_features)
         ks_scale, cov_scale = _null_penalty_scales(rng, n_tasks, self.n_features)
-        generator = torch.Generator(device="cpu").manual_seed(int(rng.randint(np.iinfo(np.int32).max)))
+        generator = torch_generator(rng)
 
         def param(a):
             return to_tensor(np.asarray(a, dtype=np.float64), device, tdtype).requires_grad_()

@@ -76,12 +76,6 @@ def _keys(cells, level):
     return np.bitwise_or.reduce(cells << shifts, axis=1) if cells.shape[1] else np.zeros(len(cells), np.int64)
 
 
-def _unpack(keys, level, n_dims):
-    keys = np.asarray(keys, dtype=np.int64)
-    mask = (1 << level) - 1
-    return np.stack([(keys >> (level * j)) & mask for j in range(n_dims)], axis=1)
-
-
 def _children_offsets(n_dims):
     return ((np.arange(2 ** n_dims)[:, None] >> np.arange(n_dims)[None, :]) & 1).astype(np.int64)
 
