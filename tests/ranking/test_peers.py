@@ -60,7 +60,13 @@ def test_evalica_elo_equals_online_elo():
 
 
 def test_fastchat_logistic_regression_design_gives_the_same_ratings():
-    """FastChat's compute_mle_elo: +ln(10) / -ln(10) design, every battle twice, a tie as one win each way."""
+    """FastChat's compute_mle_elo: +ln(10) / -ln(10) design, every battle twice, a tie as one win each way.
+
+    The design's columns sum to zero on every row, so an unpenalised fit is identified only up to a constant
+    (its Hessian is singular). As FastChat anchors one model, one competitor's column is dropped (its rating
+    held at 0) and the fit is repeated with each competitor as the anchor: after centring, every anchor must
+    give the same ratings, and they must equal ours.
+    """
     X, y = _battles(3000, 8, 0.1)
     n, M = len(y), 8
     design = np.zeros((2 * n, M))
@@ -69,8 +75,12 @@ def test_fastchat_logistic_regression_design_gives_the_same_ratings():
         design[half + rows, X[:, 0]] = math.log(10)
         design[half + rows, X[:, 1]] = -math.log(10)
     target = np.r_[(y == "model_a") | (y == "tie"), y == "model_a"].astype(int)
-    lr = LogisticRegression(fit_intercept=False, C=np.inf, solver="newton-cholesky", tol=1e-12,
-                            max_iter=1000).fit(design, target)
-    theirs = 400 * lr.coef_[0]
     ours = BradleyTerryRanker(tol=1e-12).fit(X, y).ratings_
-    np.testing.assert_allclose(ours, theirs - theirs.mean() + 1000, atol=1e-6, rtol=0)
+    for anchor in range(M):
+        free = np.delete(np.arange(M), anchor)
+        lr = LogisticRegression(fit_intercept=False, C=np.inf, solver="newton-cholesky", tol=1e-12,
+                                max_iter=1000).fit(design[:, free], target)
+        theirs = np.zeros(M)
+        theirs[free] = 400 * lr.coef_[0]
+        np.testing.assert_allclose(ours, theirs - theirs.mean() + 1000, atol=1e-6, rtol=0,
+                                   err_msg=f"anchor {anchor}")
