@@ -23,47 +23,14 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils._sklearn_private import HasMethods, Interval, StrOptions, _fit_context
-from ..utils._torch import DEVICE_CONSTRAINT, as_numpy
-from ._attributions import (
-    _feature_ablation,
-    _feature_vector,
-    _gradient_shap,
-    _groups,
-    _input_x_gradient,
-    _integrated_gradients,
-    _kernel_shap,
-    _kernel_shap_design,
-    _saliency,
-    _smoothgrad,
-    _vargrad,
-)
+from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device
+from ._attributions import BASE_METHODS, _Context, _draw, _feature_vector, _groups
 from ._metrics import _infidelity_values, _optimal_scale, _output_drops, _subset_masks
 from ._model import _is_torch_module, make_model
 from ._simplex_qp import MAX_METHODS, solve_simplex_qp
 
 __all__ = ["AttributionCombiner"]
 
-#: Parameters each base method accepts in a ``(name, params)`` entry of ``methods``.
-_METHOD_PARAMS = {
-    "saliency": {"abs"},
-    "input_x_gradient": set(),
-    "integrated_gradients": {"n_steps", "method"},
-    "smoothgrad": {"n_samples", "noise_scale", "abs"},
-    "vargrad": {"n_samples", "noise_scale", "abs"},
-    "gradient_shap": {"n_samples", "noise_scale"},
-    "feature_ablation": set(),
-    "kernel_shap": {"n_samples"},
-}
-_METHOD_DEFAULTS = {
-    "saliency": {"abs": True},
-    "input_x_gradient": {},
-    "integrated_gradients": {"n_steps": 20, "method": "gausslegendre"},
-    "smoothgrad": {"n_samples": 10, "noise_scale": 0.1, "abs": True},
-    "vargrad": {"n_samples": 10, "noise_scale": 0.1, "abs": True},
-    "gradient_shap": {"n_samples": 10, "noise_scale": 0.0},
-    "feature_ablation": {},
-    "kernel_shap": {"n_samples": 64},
-}
 _N_BACKGROUND = 50
 _DEFAULT_METHODS = ("saliency", "input_x_gradient", "integrated_gradients", "smoothgrad", "gradient_shap",
                     "feature_ablation")
@@ -122,7 +89,11 @@ class AttributionCombiner(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         ``"kernel_shap"``; ``(name, params)`` pairs to set a method's
         parameters (variants of one method can be combined, e.g.
         ``("smoothgrad", {"noise_scale": 0.3})``); or callables mapping
-        ``X`` to maps of the same shape.
+        ``X`` to maps of the same shape. A parameter not set takes the
+        default of the public function of the same name (for instance
+        ``n_steps=50`` for :func:`integrated_gradients`, ``n_samples=256``
+        for :func:`kernel_shap`), so a method means the same inside and
+        outside the combiner.
     criterion : {"faithfulness", "robustness", "both"}, default="faithfulness"
         The quality the weights optimise.
     lambda_robust : float, default=0.5
@@ -163,7 +134,11 @@ default="auto"
     batch_size : int, default=4096
         Rows per model call.
     device : {"cpu", "auto", "cuda"}, default="cpu"
-        Where a torch module runs.
+        Where a torch module runs. Resolved at the start of ``fit`` for
+        every kind of model: ``"cuda"`` without a GPU raises a
+        ``ValueError`` there, before any work; ``"auto"`` records its choice
+        in ``device_``. Black-box models (scikit-learn estimators,
+        callables) always run where they are.
     n_jobs : int, default=None
         Workers over the batches of a black-box model (a scikit-learn
         estimator or callable).
@@ -187,6 +162,9 @@ default="auto"
         Training rows drawn as GradientSHAP's reference distribution.
     seed_ : int
         Seed of every random draw made by ``transform`` and ``score``.
+    device_ : str
+        Where a torch module runs (``"cpu"`` or ``"cuda"``), resolved from
+        ``device`` in ``fit``.
     n_features_in_ : int
         Number of features seen in fit.
     feature_names_in_ : ndarray of shape (n_features,)
@@ -341,6 +319,8 @@ default="auto"
             Fitted combiner.
         """
         name = type(self).__name__
+        # the device rule: device="cuda" without a GPU fails here, before any work, whatever the model
+        self.device_ = resolve_device(self.device).type
         needs_fit = self._needs_fit()
         if needs_fit:
             X, y = validate_data(self, as_numpy(X), as_numpy(y), dtype=np.float64, multi_output=True)
@@ -350,6 +330,12 @@ default="auto"
         specs = self._method_specs()
         self.method_names_ = np.array(_unique_names([s[0] if isinstance(s[0], str) else s[2] for s in specs]),
                                       dtype=object)
+
+        if isinstance(self.baseline, str):
+            self.baseline_ = X.mean(axis=0)
+        else:
+            self.baseline_ = _feature_vector(self.baseline, d, "baseline", name)
+        _groups(self.feature_groups, d, name)  # validates the labels
 
         est = self.estimator
         if needs_fit:
@@ -362,11 +348,6 @@ default="auto"
         else:
             self.estimator_ = est
 
-        if isinstance(self.baseline, str):
-            self.baseline_ = X.mean(axis=0)
-        else:
-            self.baseline_ = _feature_vector(self.baseline, d, "baseline", name)
-        _groups(self.feature_groups, d, name)  # validates the labels
         self.scale_ = X.std(axis=0) if self.feature_scale == "std" else np.ones(d)
         rng = check_random_state(self.random_state)
         self.seed_ = int(rng.randint(np.iinfo(np.int32).max))
@@ -395,19 +376,20 @@ default="auto"
             else:
                 raise ValueError(f"{name}: each entry of methods must be a method name, a (name, params) pair "
                                  f"or a callable; got {item!r}.")
-            if method not in _METHOD_PARAMS:
+            if method not in BASE_METHODS:
                 raise ValueError(f"{name}: unknown attribution method {method!r}; choose among "
-                                 f"{sorted(_METHOD_PARAMS)}.")
-            unknown = set(params) - _METHOD_PARAMS[method]
+                                 f"{sorted(BASE_METHODS)}.")
+            allowed = BASE_METHODS[method].params
+            unknown = set(params) - set(allowed)
             if unknown:
-                raise ValueError(f"{name}: method {method!r} takes the parameters {sorted(_METHOD_PARAMS[method])}; "
+                raise ValueError(f"{name}: method {method!r} takes the parameters {sorted(allowed)}; "
                                  f"got {sorted(unknown)}.")
-            specs.append((method, {**_METHOD_DEFAULTS[method], **params}, method))
+            specs.append((method, {**BASE_METHODS[method].defaults, **params}, method))
         return specs
 
     # -- the computation -------------------------------------------------------------------------
     def _model(self):
-        return make_model(self.estimator_, response_method=self.response_method, device=self.device,
+        return make_model(self.estimator_, response_method=self.response_method, device=self.device_,
                           batch_size=self.batch_size, n_jobs=self.n_jobs,
                           fd_step=1e-4 * np.where(self.scale_ > 0, self.scale_, 1.0),
                           caller=type(self).__name__)
@@ -419,24 +401,11 @@ default="auto"
         perturbations, by default those of the fit.
         """
         d = self.n_features_in_
-        labels, n_groups = _groups(self.feature_groups, d, type(self).__name__)
+        ctx = self._context()
         rngs = [np.random.RandomState((self.seed_ + 7919 * i) % (2 ** 32)) for i in range(len(specs) + 4)]
-        per_method = []
-        for (method, params, _), rng in zip(specs, rngs):
-            if method in ("smoothgrad", "vargrad"):
-                noise = rng.standard_normal((params["n_samples"], d)) * params["noise_scale"] * self.scale_
-                per_method.append({"noise": noise})
-            elif method == "gradient_shap":
-                s = params["n_samples"]
-                idx = rng.randint(self.background_.shape[0], size=s)
-                alphas = rng.uniform(size=s)
-                noise = rng.standard_normal((s, d)) * params["noise_scale"] * self.scale_
-                per_method.append({"baselines": self.background_[idx], "alphas": alphas, "noise": noise})
-            elif method == "kernel_shap":
-                Z, weights = _kernel_shap_design(n_groups, params["n_samples"], rng)
-                per_method.append({"Z": Z, "weights": weights})
-            else:
-                per_method.append({})
+        per_method = [{} if callable(method) else _draw(method, params, ctx, d, rng)
+                      for (method, params, _), rng in zip(specs, rngs)]
+        labels, n_groups = ctx.labels, ctx.n_groups
         r_fit, r_eval, f_fit, f_eval = rngs[len(specs):]
         m_r, m_f = self.n_robustness_samples, self.n_faithfulness_samples
         e_r, e_f = (m_r, m_f) if n_eval is None else n_eval
@@ -451,32 +420,23 @@ default="auto"
             "masks_eval": _subset_masks(e_f, self.perturb_fraction, labels, n_groups, f_eval),
         }
 
+    def _context(self):
+        labels, n_groups = _groups(self.feature_groups, self.n_features_in_, type(self).__name__)
+        return _Context(caller=type(self).__name__, baseline=self.baseline_, labels=labels, n_groups=n_groups,
+                        scale=self.scale_, background=self.background_)
+
     def _base_maps(self, model, X, t, specs, draws):
         """Normalised base maps, shape (k, n, d)."""
         maps = np.empty((len(specs), X.shape[0], X.shape[1]))
-        b = self.baseline_
+        ctx = self._context()
         for i, ((method, params, _), dr) in enumerate(zip(specs, draws["methods"])):
             if callable(method):
                 out = np.asarray(as_numpy(method(X)), dtype=np.float64)
                 if out.shape != X.shape:
                     raise ValueError(f"{type(self).__name__}: the callable method {specs[i][2]!r} returned shape "
                                      f"{out.shape} for inputs of shape {X.shape}.")
-            elif method == "saliency":
-                out = _saliency(model, X, t, abs=params["abs"])
-            elif method == "input_x_gradient":
-                out = _input_x_gradient(model, X, t)
-            elif method == "integrated_gradients":
-                out = _integrated_gradients(model, X, t, b, n_steps=params["n_steps"], method=params["method"])
-            elif method == "smoothgrad":
-                out = _smoothgrad(model, X, t, dr["noise"], abs=params["abs"])
-            elif method == "vargrad":
-                out = _vargrad(model, X, t, dr["noise"], abs=params["abs"])
-            elif method == "gradient_shap":
-                out = _gradient_shap(model, X, t, dr["baselines"], dr["alphas"], dr["noise"])
-            elif method == "feature_ablation":
-                out = _feature_ablation(model, X, t, b, draws["labels"], draws["n_groups"])
-            else:  # kernel_shap
-                out = _kernel_shap(model, X, t, b, draws["labels"], draws["n_groups"], dr["Z"], dr["weights"])
+            else:
+                out = BASE_METHODS[method].run(model, X, t, params, ctx, dr)
             maps[i] = out
         return _normalize(maps, self.normalize)
 

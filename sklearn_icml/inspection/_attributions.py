@@ -14,9 +14,11 @@ of that input alone, so explaining a subset of rows, or the rows in another
 order, gives the same maps row by row.
 """
 
+import inspect
 from itertools import combinations
 from math import comb
 from numbers import Integral, Real
+from typing import Callable, NamedTuple
 
 import numpy as np
 from sklearn.utils import check_random_state
@@ -48,16 +50,20 @@ def _check_X(X, caller):
 
 
 def _feature_vector(value, n_features, name, caller):
-    """A float, or an array of shape (n_features,), as a float64 vector."""
+    """A finite float, or a finite array of shape (n_features,), as a float64 vector."""
     arr = np.asarray(as_numpy(value), dtype=np.float64)
     if arr.ndim == 0:
+        if not np.isfinite(arr):
+            raise ValueError(f"{caller}: {name} must be finite; got {name}={float(arr)!r}.")
         return np.full(n_features, float(arr))
     arr = arr.reshape(-1) if arr.ndim == 2 and arr.shape[0] == 1 else arr
     if arr.shape != (n_features,):
         raise ValueError(f"{caller}: {name} must be a number or an array of shape ({n_features},); "
                          f"got shape {np.shape(value)}.")
     if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{caller}: {name} must be finite.")
+        bad = np.flatnonzero(~np.isfinite(arr))
+        raise ValueError(f"{caller}: {name} must be finite; got {float(arr[bad[0]])!r} at feature {int(bad[0])} "
+                         f"({len(bad)} non-finite entries).")
     return arr
 
 
@@ -306,7 +312,7 @@ def saliency(model, X, *, abs=True, target=None, response_method="auto", device=
     array([[2., 3.]])
     """
     m, X, t = _prepare(model, X, target, "saliency", fd_step, **_kw(response_method, device, batch_size, n_jobs))
-    return _saliency(m, X, t, abs=abs)
+    return _run("saliency", m, X, t, {"abs": abs}, _Context(caller="saliency"))
 
 
 @validate_params({**_MODEL_CONSTRAINTS, **_FD_CONSTRAINT}, prefer_skip_nested_validation=True)
@@ -335,7 +341,7 @@ def input_x_gradient(model, X, *, target=None, response_method="auto", device="c
     """
     m, X, t = _prepare(model, X, target, "input_x_gradient", fd_step,
                        **_kw(response_method, device, batch_size, n_jobs))
-    return _input_x_gradient(m, X, t)
+    return _run("input_x_gradient", m, X, t, {}, _Context(caller="input_x_gradient"))
 
 
 @validate_params({**_MODEL_CONSTRAINTS, **_FD_CONSTRAINT, "baseline": [Real, "array-like"],
@@ -382,7 +388,8 @@ def integrated_gradients(model, X, *, baseline=0.0, n_steps=50, method="gaussleg
     m, X, t = _prepare(model, X, target, "integrated_gradients", fd_step,
                        **_kw(response_method, device, batch_size, n_jobs))
     b = _feature_vector(baseline, X.shape[1], "baseline", "integrated_gradients")
-    return _integrated_gradients(m, X, t, b, n_steps=n_steps, method=method)
+    return _run("integrated_gradients", m, X, t, {"n_steps": n_steps, "method": method},
+                _Context(caller="integrated_gradients", baseline=b))
 
 
 _NOISE_CONSTRAINTS = {
@@ -391,13 +398,6 @@ _NOISE_CONSTRAINTS = {
     "abs": ["boolean"],
     "random_state": ["random_state"],
 }
-
-
-def _gaussian_noise(n_samples, noise_scale, n_features, random_state, caller):
-    scale = _feature_vector(noise_scale, n_features, "noise_scale", caller)
-    if np.any(scale < 0):
-        raise ValueError(f"{caller}: noise_scale must be non-negative; got {noise_scale!r}.")
-    return check_random_state(random_state).standard_normal((n_samples, n_features)) * scale
 
 
 @validate_params({**_MODEL_CONSTRAINTS, **_FD_CONSTRAINT, **_NOISE_CONSTRAINTS}, prefer_skip_nested_validation=True)
@@ -437,8 +437,8 @@ def smoothgrad(model, X, *, n_samples=10, noise_scale=0.1, abs=True, random_stat
     array([[1., 2.]])
     """
     m, X, t = _prepare(model, X, target, "smoothgrad", fd_step, **_kw(response_method, device, batch_size, n_jobs))
-    noise = _gaussian_noise(n_samples, noise_scale, X.shape[1], random_state, "smoothgrad")
-    return _smoothgrad(m, X, t, noise, abs=abs)
+    return _run("smoothgrad", m, X, t, {"n_samples": n_samples, "noise_scale": noise_scale, "abs": abs},
+                _Context(caller="smoothgrad"), random_state)
 
 
 @validate_params({**_MODEL_CONSTRAINTS, **_FD_CONSTRAINT, **_NOISE_CONSTRAINTS}, prefer_skip_nested_validation=True)
@@ -476,12 +476,12 @@ def vargrad(model, X, *, n_samples=10, noise_scale=0.1, abs=True, random_state=N
     array([[0., 0.]])
     """
     m, X, t = _prepare(model, X, target, "vargrad", fd_step, **_kw(response_method, device, batch_size, n_jobs))
-    noise = _gaussian_noise(n_samples, noise_scale, X.shape[1], random_state, "vargrad")
-    return _vargrad(m, X, t, noise, abs=abs)
+    return _run("vargrad", m, X, t, {"n_samples": n_samples, "noise_scale": noise_scale, "abs": abs},
+                _Context(caller="vargrad"), random_state)
 
 
-def _gradient_shap_draws(baselines, n_samples, noise_scale, n_features, random_state, caller):
-    rng = check_random_state(random_state)
+def _check_baselines(baselines, n_features, caller):
+    """GradientSHAP's reference distribution as a finite array (n_baselines, n_features)."""
     b = np.asarray(as_numpy(baselines), dtype=np.float64)
     if b.ndim == 0:
         b = np.full((1, n_features), float(b))
@@ -489,12 +489,9 @@ def _gradient_shap_draws(baselines, n_samples, noise_scale, n_features, random_s
         b = b[None, :]
     if b.ndim != 2 or b.shape[1] != n_features or not np.all(np.isfinite(b)):
         raise ValueError(f"{caller}: baselines must be a number, a vector of {n_features} values or an array "
-                         f"of shape (n_baselines, {n_features}), all finite; got shape {np.shape(baselines)}.")
-    idx = rng.randint(b.shape[0], size=n_samples)
-    alphas = rng.uniform(size=n_samples)
-    scale = _feature_vector(noise_scale, n_features, "noise_scale", caller)
-    noise = rng.standard_normal((n_samples, n_features)) * scale
-    return b[idx], alphas, noise
+                         f"of shape (n_baselines, {n_features}), all finite; got shape {np.shape(baselines)}"
+                         + ("." if b.ndim != 2 or b.shape[1] != n_features else " with non-finite entries."))
+    return b
 
 
 @validate_params({**_MODEL_CONSTRAINTS, **_FD_CONSTRAINT, "baselines": [Real, "array-like"],
@@ -539,9 +536,9 @@ default=0.0
     """
     m, X, t = _prepare(model, X, target, "gradient_shap", fd_step,
                        **_kw(response_method, device, batch_size, n_jobs))
-    b, alphas, noise = _gradient_shap_draws(baselines, n_samples, noise_scale, X.shape[1], random_state,
-                                            "gradient_shap")
-    return _gradient_shap(m, X, t, b, alphas, noise)
+    b = _check_baselines(baselines, X.shape[1], "gradient_shap")
+    return _run("gradient_shap", m, X, t, {"n_samples": n_samples, "noise_scale": noise_scale},
+                _Context(caller="gradient_shap", background=b), random_state)
 
 
 @validate_params({**_MODEL_CONSTRAINTS, "baseline": [Real, "array-like"], "feature_groups": [None, "array-like"]},
@@ -581,7 +578,8 @@ def feature_ablation(model, X, *, baseline=0.0, feature_groups=None, target=None
     m, X, t = _prepare(model, X, target, "feature_ablation", **_kw(response_method, device, batch_size, n_jobs))
     b = _feature_vector(baseline, X.shape[1], "baseline", "feature_ablation")
     labels, n_groups = _groups(feature_groups, X.shape[1], "feature_ablation")
-    return _feature_ablation(m, X, t, b, labels, n_groups)
+    return _run("feature_ablation", m, X, t, {},
+                _Context(caller="feature_ablation", baseline=b, labels=labels, n_groups=n_groups))
 
 
 @validate_params({**_MODEL_CONSTRAINTS, "baseline": [Real, "array-like"], "feature_groups": [None, "array-like"],
@@ -628,5 +626,100 @@ def kernel_shap(model, X, *, baseline=0.0, feature_groups=None, n_samples=256, r
     m, X, t = _prepare(model, X, target, "kernel_shap", **_kw(response_method, device, batch_size, n_jobs))
     b = _feature_vector(baseline, X.shape[1], "baseline", "kernel_shap")
     labels, n_groups = _groups(feature_groups, X.shape[1], "kernel_shap")
-    Z, weights = _kernel_shap_design(n_groups, n_samples, check_random_state(random_state))
-    return _kernel_shap(m, X, t, b, labels, n_groups, Z, weights)
+    return _run("kernel_shap", m, X, t, {"n_samples": n_samples},
+                _Context(caller="kernel_shap", baseline=b, labels=labels, n_groups=n_groups), random_state)
+
+
+# ---------------------------------------------------------------------------------------------
+# the registry: one entry per base method, shared by the public functions and the combiner
+# ---------------------------------------------------------------------------------------------
+
+
+class _Context(NamedTuple):
+    """What a base method may need beyond the model, the inputs and its own parameters."""
+
+    caller: str
+    baseline: np.ndarray = None  # (n_features,): reference input / value of absent features
+    labels: np.ndarray = None  # (n_features,): group of each feature, 0..n_groups-1
+    n_groups: int = None
+    scale: object = 1.0  # unit of the noise parameters (float or (n_features,))
+    background: np.ndarray = None  # (n_baselines, n_features): GradientSHAP's reference distribution
+
+
+def _draw_noise(params, ctx, n_features, rng):
+    scale = _feature_vector(params["noise_scale"], n_features, "noise_scale", ctx.caller)
+    if np.any(scale < 0):
+        raise ValueError(f"{ctx.caller}: noise_scale must be non-negative; got {params['noise_scale']!r}.")
+    return {"noise": rng.standard_normal((params["n_samples"], n_features)) * scale * ctx.scale}
+
+
+def _draw_gradient_shap(params, ctx, n_features, rng):
+    s = params["n_samples"]
+    idx = rng.randint(ctx.background.shape[0], size=s)
+    alphas = rng.uniform(size=s)
+    scale = _feature_vector(params["noise_scale"], n_features, "noise_scale", ctx.caller)
+    noise = rng.standard_normal((s, n_features)) * scale * ctx.scale
+    return {"baselines": ctx.background[idx], "alphas": alphas, "noise": noise}
+
+
+def _draw_kernel_shap(params, ctx, n_features, rng):
+    Z, weights = _kernel_shap_design(ctx.n_groups, params["n_samples"], rng)
+    return {"Z": Z, "weights": weights}
+
+
+class _BaseMethod(NamedTuple):
+    """One base attribution method.
+
+    ``function`` is the public function, whose signature gives the defaults of
+    ``params`` (the parameters an ``AttributionCombiner`` entry ``(name, params)``
+    may set); ``run(m, X, t, params, ctx, draws)`` computes the maps on a
+    ``_Model``; ``draw(params, ctx, n_features, rng)`` makes the method's common
+    random numbers (None for a deterministic method).
+    """
+
+    function: Callable
+    params: tuple
+    run: Callable
+    draw: Callable = None
+
+    @property
+    def defaults(self):
+        signature = inspect.signature(self.function)
+        return {p: signature.parameters[p].default for p in self.params}
+
+
+BASE_METHODS = {
+    "saliency": _BaseMethod(saliency, ("abs",), lambda m, X, t, p, c, dr: _saliency(m, X, t, abs=p["abs"])),
+    "input_x_gradient": _BaseMethod(input_x_gradient, (), lambda m, X, t, p, c, dr: _input_x_gradient(m, X, t)),
+    "integrated_gradients": _BaseMethod(
+        integrated_gradients, ("n_steps", "method"),
+        lambda m, X, t, p, c, dr: _integrated_gradients(m, X, t, c.baseline, n_steps=p["n_steps"],
+                                                        method=p["method"])),
+    "smoothgrad": _BaseMethod(smoothgrad, ("n_samples", "noise_scale", "abs"),
+                              lambda m, X, t, p, c, dr: _smoothgrad(m, X, t, dr["noise"], abs=p["abs"]), _draw_noise),
+    "vargrad": _BaseMethod(vargrad, ("n_samples", "noise_scale", "abs"),
+                           lambda m, X, t, p, c, dr: _vargrad(m, X, t, dr["noise"], abs=p["abs"]), _draw_noise),
+    "gradient_shap": _BaseMethod(
+        gradient_shap, ("n_samples", "noise_scale"),
+        lambda m, X, t, p, c, dr: _gradient_shap(m, X, t, dr["baselines"], dr["alphas"], dr["noise"]),
+        _draw_gradient_shap),
+    "feature_ablation": _BaseMethod(
+        feature_ablation, (), lambda m, X, t, p, c, dr: _feature_ablation(m, X, t, c.baseline, c.labels, c.n_groups)),
+    "kernel_shap": _BaseMethod(
+        kernel_shap, ("n_samples",),
+        lambda m, X, t, p, c, dr: _kernel_shap(m, X, t, c.baseline, c.labels, c.n_groups, dr["Z"], dr["weights"]),
+        _draw_kernel_shap),
+}
+"""The base attribution methods by name: what ``AttributionCombiner(methods=...)`` accepts."""
+
+
+def _draw(name, params, ctx, n_features, rng):
+    """The common random numbers of one method (an empty dict for a deterministic one)."""
+    method = BASE_METHODS[name]
+    return {} if method.draw is None else method.draw(params, ctx, n_features, rng)
+
+
+def _run(name, m, X, t, params, ctx, random_state=None):
+    """Attributions of ``X`` by the base method ``name`` with all its ``params`` given."""
+    draws = _draw(name, params, ctx, X.shape[1], check_random_state(random_state))
+    return BASE_METHODS[name].run(m, X, t, params, ctx, draws)

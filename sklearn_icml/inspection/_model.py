@@ -13,6 +13,10 @@ input. :class:`_Model` gives both, batched:
   evaluated in one vectorised call per batch, and batches can be spread over
   ``n_jobs`` workers with :class:`sklearn.utils.parallel.Parallel`.
 
+A model that returns NaN or infinite values (or, for a torch module, non-finite
+input gradients) on any evaluated point makes the method raise a ``ValueError``
+instead of returning NaN maps.
+
 The explained output of a 2-D output (class probabilities, logits, several
 regression targets) is one column per input row: ``target`` (an int, or one int
 per row) or, by default, the column with the largest value at the explained
@@ -42,6 +46,17 @@ def _batches(n, size):
 
 def _call_blackbox(fn, X):
     return np.asarray(fn(X), dtype=np.float64)
+
+
+def _check_finite(values, what, caller):
+    """Refuse NaN or infinite model outputs: every attribution built on them would be NaN without a word."""
+    bad = ~np.isfinite(values)
+    if bad.any():
+        rows = np.flatnonzero(bad.reshape(values.shape[0], -1).any(axis=1))
+        raise ValueError(f"{caller}: the model returned non-finite {what} (NaN or inf) for {len(rows)} of "
+                         f"{values.shape[0]} evaluated inputs (first at row {int(rows[0])} of the batch); the "
+                         "attributions would not be finite. Check the model on the explained inputs and on the "
+                         "points the method evaluates (baseline, perturbations, path points).")
 
 
 class _WithColumns:
@@ -150,6 +165,7 @@ class _Model:
         if out.ndim not in (1, 2) or out.shape[0] != n:
             raise ValueError(f"{self.caller}: the model returned an output of shape {out.shape} for {n} inputs; "
                              "expected (n,) or (n, n_outputs).")
+        _check_finite(out, "outputs", self.caller)
         return out
 
     def _tensor(self, X):
@@ -224,6 +240,7 @@ class _Model:
                     sel = out.gather(1, tt[sl].unsqueeze(1)).squeeze(1)
                 (g,) = torch.autograd.grad(sel.sum(), xb)
             grad[sl] = g.detach().to("cpu", torch.float64).numpy()
+        _check_finite(grad, "input gradients", self.caller)
         return grad
 
     def _fd_gradient(self, X, t):

@@ -249,3 +249,24 @@ def test_evaluate_reports_every_method_the_combination_and_the_average(data):
     assert "sensitivity" not in comb.evaluate(X[:7], metrics=["infidelity"])
     with pytest.raises(ValueError, match="metrics must be among"):
         comb.evaluate(X[:7], metrics=("accuracy",))
+
+
+def test_device_rule_cuda_without_gpu_raises_before_any_work(data):
+    X, y = data
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    comb = AttributionCombiner(LogisticRegression(), device="cuda")
+    with pytest.raises(ValueError, match="device='cuda'"):
+        comb.fit(X, y)
+    assert not hasattr(comb, "estimator_")
+    assert AttributionCombiner(LogisticRegression(), device="auto").fit(X, y).device_ == "cpu"
+    assert _small(_mlp()).fit(X).device_ == "cpu"
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_baseline_is_refused_at_fit(data, bad):
+    X, y = data
+    comb = AttributionCombiner(LogisticRegression(), baseline=bad)
+    with pytest.raises(ValueError, match="AttributionCombiner: baseline must be finite"):
+        comb.fit(X, y)
+    assert not hasattr(comb, "estimator_")

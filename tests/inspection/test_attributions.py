@@ -226,3 +226,66 @@ def test_estimator_fitted_on_a_dataframe_gets_its_column_names():
     df = pd.DataFrame(X, columns=list("abcd"))
     clf = LogisticRegression().fit(df, y)  # predicting on a bare array would warn (an error in the tests)
     np.testing.assert_allclose(saliency(clf, X[:3]), saliency(LogisticRegression().fit(X, y), X[:3]), rtol=1e-6)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_scalar_baseline_is_refused_by_name(bad):
+    from sklearn_icml.inspection import faithfulness_correlation, infidelity
+
+    X = _X(3, 4)
+    calls = [lambda: integrated_gradients(linear, X, baseline=bad), lambda: feature_ablation(linear, X, baseline=bad),
+             lambda: kernel_shap(linear, X, baseline=bad),
+             lambda: infidelity(linear, X, np.ones_like(X), baseline=bad),
+             lambda: faithfulness_correlation(linear, X, np.ones_like(X), baseline=bad)]
+    for call in calls:
+        with pytest.raises(ValueError, match="baseline must be finite"):
+            call()
+    with pytest.raises(ValueError, match=r"baseline must be finite; got nan at feature 2"):
+        integrated_gradients(linear, X, baseline=[0.0, 0.0, np.nan, 0.0])
+    with pytest.raises(ValueError, match="baselines must be .* non-finite"):
+        gradient_shap(linear, X, baselines=bad)
+
+
+def test_a_model_returning_nan_raises_instead_of_returning_nan_maps():
+    def nan_away_from_zero(X):  # a model undefined at the all-zero baseline: log of the L1 norm
+        s = np.abs(X).sum(axis=1)
+        out = np.full(len(X), np.nan)
+        out[s > 0] = np.log(s[s > 0])
+        return out
+
+    X = _X(3, 4) + 3.0
+    assert np.all(np.isfinite(saliency(nan_away_from_zero, X)))  # fine where the model is defined
+    for fn in (feature_ablation, kernel_shap):  # both evaluate the model at the baseline
+        with pytest.raises(ValueError, match=r"non-finite outputs \(NaN or inf\)"):
+            fn(nan_away_from_zero, np.zeros((2, 4)) + [1.0, 0.0, 0.0, 0.0], baseline=0.0)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 1)).double()
+    with torch.no_grad():
+        net[0].bias.fill_(float("nan"))
+    with pytest.raises(ValueError, match="non-finite outputs"):
+        saliency(net, X)
+
+
+def test_registry_defaults_are_the_public_functions_defaults():
+    """The combiner takes each method's defaults from the public function: a single-method combination
+    without normalisation or rescaling returns exactly the public function's map."""
+    import inspect
+
+    from sklearn_icml.inspection import AttributionCombiner
+    from sklearn_icml.inspection._attributions import BASE_METHODS
+
+    assert set(BASE_METHODS) == {"saliency", "input_x_gradient", "integrated_gradients", "smoothgrad", "vargrad",
+                                 "gradient_shap", "feature_ablation", "kernel_shap"}
+    assert inspect.signature(integrated_gradients).parameters["n_steps"].default == 50
+    assert inspect.signature(kernel_shap).parameters["n_samples"].default == 256
+    net = _torch_mlp(d=5, k=1, seed=2)
+    X = _X(20, 5, seed=3)
+    for fn in (saliency, input_x_gradient, integrated_gradients, feature_ablation, kernel_shap):
+        name = fn.__name__
+        comb = AttributionCombiner(net, methods=(name,), criterion="robustness", normalize=None,
+                                   n_robustness_samples=1, random_state=0).fit(X)
+        params = comb._method_specs()[0][1]
+        sig = inspect.signature(fn).parameters
+        assert params == {p: sig[p].default for p in BASE_METHODS[name].params}
+        _, _, base = comb.explain(X[:4], return_weights=True)
+        kw = {"baseline": comb.baseline_} if "baseline" in sig else {}
+        np.testing.assert_allclose(base[:, 0], fn(net, X[:4], **kw), rtol=1e-12, atol=1e-12)
