@@ -8,6 +8,7 @@ from sklearn.utils import check_random_state
 from ..utils._sklearn_private import Interval, StrOptions, validate_params
 from ._accounting import ledger_entry
 from ._mechanisms import gaussian_noise_scale
+from ._sensitivity import box_sum_sensitivity, group_count_sensitivity
 
 __all__ = ["noisy_group_sums"]
 
@@ -37,9 +38,11 @@ def noisy_group_sums(X, groups, n_groups, *, bounds, epsilon_count, epsilon_sum,
 
     In the local model every record randomises its own contribution (one-hot
     group indicator and the indicator times ``x - c``) before sending it, so
-    the sensitivities are those of a record replaced by any other (twice the
-    above, ``sqrt 2`` times for the Gaussian) and the noise of a total grows
-    like ``sqrt(n_samples)``.
+    the sensitivities are those of a record replaced by any other: 2 for the
+    counts (a record moved to another group) and ``2 ||h||`` for the sums in
+    both norms (two records of the same group at opposite corners of the box
+    differ by ``2 h``), and the noise of a total grows like
+    ``sqrt(n_samples)``.
 
     Parameters
     ----------
@@ -104,15 +107,14 @@ def noisy_group_sums(X, groups, n_groups, *, bounds, epsilon_count, epsilon_sum,
     sums = np.zeros((n_groups, d))
     np.add.at(sums, groups, Z)
 
-    factor = 1.0 if model == "central" else 2.0
-    count_scale = factor / epsilon_count
+    count_sens = group_count_sensitivity(model)
+    count_scale = count_sens / epsilon_count
     use_gauss = delta > 0
     if use_gauss:
-        l2 = float(np.linalg.norm(half)) * (1.0 if model == "central" else np.sqrt(2.0))
-        sum_sens = max(l2, np.finfo(float).tiny)
+        sum_sens = box_sum_sensitivity(half, 2, model)
         sum_scale = gaussian_noise_scale(epsilon_sum, delta, sum_sens)
     else:
-        sum_sens = max(float(np.abs(half).sum()) * factor, np.finfo(float).tiny)
+        sum_sens = box_sum_sensitivity(half, 1, model)
         sum_scale = sum_sens / epsilon_sum
 
     if model == "central":
@@ -137,7 +139,7 @@ def noisy_group_sums(X, groups, n_groups, *, bounds, epsilon_count, epsilon_sum,
     kind = "gaussian" if use_gauss else "laplace"
     label = "" if model == "central" else " (local, per record)"
     ledger = [
-        ledger_entry("group counts" + label, "laplace", sensitivity=factor, scale=count_scale,
+        ledger_entry("group counts" + label, "laplace", sensitivity=count_sens, scale=count_scale,
                      epsilon=epsilon_count),
         ledger_entry("group sums" + label, kind, sensitivity=sum_sens, scale=sum_scale, epsilon=epsilon_sum,
                      delta=delta if use_gauss else 0.0),

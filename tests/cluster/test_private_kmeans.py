@@ -214,7 +214,7 @@ def test_utility_improves_with_epsilon():
 
 
 def test_local_model_needs_more_data_but_works():
-    X, _, bounds = make_bounded_blobs(40000, centers=3, random_state=5)
+    X, _, bounds = make_bounded_blobs(80000, centers=3, random_state=5)  # local error ~ sqrt(n): needs n
     base = KMeans(3, n_init=10, random_state=0).fit(X).inertia_
     one_centre = _cost(X, X.mean(0, keepdims=True)) / base
     ratios = [_cost(X, PrivateKMeans(3, epsilon=4.0, privacy="local", bounds=bounds, random_state=s).fit(X)

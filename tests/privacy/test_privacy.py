@@ -169,7 +169,7 @@ def test_group_sums_sensitivity_and_noise(model, delta):
     count_entry, sum_entry = ledger
     assert count_entry["sensitivity"] == factor and count_entry["scale"] == pytest.approx(factor / 0.4)
     if delta:
-        l2 = np.linalg.norm(half) * (1.0 if model == "central" else math.sqrt(2))
+        l2 = np.linalg.norm(half) * factor  # local: same-group records at opposite corners differ by 2h
         assert sum_entry["sensitivity"] == pytest.approx(l2)
         assert sum_entry["scale"] == pytest.approx(gaussian_noise_scale(0.6, delta, l2))
     else:

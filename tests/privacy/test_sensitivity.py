@@ -1,0 +1,118 @@
+"""Sensitivities found by brute force over neighbouring pairs, independently of the code under test.
+
+For every release the test computes the *exact* (noise-free) released vector itself, from the
+definition of the query, on a small grid of records (corners, centre, points outside the box), and
+takes the largest change over all neighbouring pairs: a record added (central model) or one record's
+message replaced by any other (local model). The sensitivity the code calibrates its noise to (read
+from the ledger it returns) must be at least that large.
+"""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from sklearn_icml.privacy import gaussian_noise_scale, noisy_group_sums
+
+LOWER, UPPER = np.array([-1.0, 0.0]), np.array([1.0, 3.0])
+N_GROUPS = 3
+
+
+def _grid_records():
+    """Records (x, group): every coordinate at a bound, the centre, or outside the box."""
+    values = [(LOWER[j] - 0.5, LOWER[j], (LOWER[j] + UPPER[j]) / 2, UPPER[j], UPPER[j] + 0.7) for j in range(2)]
+    return [(np.array(x), g) for x in itertools.product(*values) for g in range(N_GROUPS)]
+
+
+def _exact_group_release(records):
+    """The query of ``noisy_group_sums`` from its definition: group sizes and sums of clip(x) - centre."""
+    counts = np.zeros(N_GROUPS)
+    sums = np.zeros((N_GROUPS, 2))
+    centre = (LOWER + UPPER) / 2
+    for x, g in records:
+        counts[g] += 1
+        sums[g] += np.clip(x, LOWER, UPPER) - centre
+    return counts, sums
+
+
+def _ledger(model, delta):
+    X = np.array([[0.2, 1.0], [-0.5, 2.5]])
+    _, _, _, ledger = noisy_group_sums(X, [0, 1], N_GROUPS, bounds=(LOWER, UPPER), epsilon_count=0.5,
+                                       epsilon_sum=0.5, delta=delta, model=model, random_state=0)
+    return {e["label"].split(" (")[0]: e for e in ledger}
+
+
+def _central_worst_case():
+    base = [(np.array([0.3, 0.4]), 0), (np.array([-0.9, 2.0]), 2)]
+    c0, s0 = _exact_group_release(base)
+    worst = {"counts": 0.0, "sums_l1": 0.0, "sums_l2": 0.0}
+    for record in _grid_records():
+        c1, s1 = _exact_group_release(base + [record])
+        worst["counts"] = max(worst["counts"], np.abs(c1 - c0).sum())
+        worst["sums_l1"] = max(worst["sums_l1"], np.abs(s1 - s0).sum())
+        worst["sums_l2"] = max(worst["sums_l2"], np.linalg.norm(s1 - s0))
+    return worst
+
+
+def _local_worst_case():
+    """A record's message is its own (counts, sums) contribution; any record may replace any other."""
+    messages = [_exact_group_release([r]) for r in _grid_records()]
+    worst = {"counts": 0.0, "sums_l1": 0.0, "sums_l2": 0.0}
+    for (ca, sa), (cb, sb) in itertools.combinations(messages, 2):
+        worst["counts"] = max(worst["counts"], np.abs(ca - cb).sum())
+        worst["sums_l1"] = max(worst["sums_l1"], np.abs(sa - sb).sum())
+        worst["sums_l2"] = max(worst["sums_l2"], np.linalg.norm(sa - sb))
+    return worst
+
+
+@pytest.mark.parametrize("model", ["central", "local"])
+@pytest.mark.parametrize("delta", [0.0, 1e-6])
+def test_group_sums_sensitivity_covers_the_brute_force_worst_case(model, delta):
+    worst = _central_worst_case() if model == "central" else _local_worst_case()
+    ledger = _ledger(model, delta)
+    assert ledger["group counts"]["sensitivity"] >= worst["counts"] - 1e-12
+    key = "sums_l2" if delta > 0 else "sums_l1"
+    assert ledger["group sums"]["mechanism"] == ("gaussian" if delta > 0 else "laplace")
+    assert ledger["group sums"]["sensitivity"] >= worst[key] - 1e-12
+    # and it is tight: the brute force reaches it, so the noise is no larger than needed
+    assert ledger["group sums"]["sensitivity"] == pytest.approx(worst[key], rel=1e-12)
+    assert ledger["group counts"]["sensitivity"] == pytest.approx(worst["counts"], rel=1e-12)
+
+
+def test_local_gaussian_sums_have_twice_the_half_diagonal():
+    """The worst pair: two records of the same group at opposite corners of the box differ by 2h."""
+    half = (UPPER - LOWER) / 2
+    ledger = _ledger("local", 1e-6)
+    assert ledger["group sums"]["sensitivity"] == pytest.approx(2 * np.linalg.norm(half))
+    assert ledger["group sums"]["scale"] == pytest.approx(gaussian_noise_scale(0.5, 1e-6, 2 * np.linalg.norm(half)))
+
+
+def test_local_gaussian_sums_noise_has_the_calibrated_spread():
+    """Every record adds Gaussian noise calibrated to 2 ||h||: the total has sd sigma * sqrt(n)."""
+    rng = np.random.RandomState(0)
+    X = rng.uniform(LOWER, UPPER, size=(50, 2))
+    groups = rng.randint(0, N_GROUPS, size=50)
+    _, truth = _exact_group_release(list(zip(X, groups)))
+    sigma = gaussian_noise_scale(0.5, 1e-6, 2 * np.linalg.norm((UPPER - LOWER) / 2))
+    res = np.concatenate([
+        (noisy_group_sums(X, groups, N_GROUPS, bounds=(LOWER, UPPER), epsilon_count=0.5, epsilon_sum=0.5,
+                          delta=1e-6, model="local", random_state=s)[1] - truth).ravel() for s in range(300)])
+    assert np.std(res) == pytest.approx(sigma * math.sqrt(50), rel=0.05)
+
+
+def test_private_kmeans_local_model_spends_what_it_reports():
+    """The lifted sums of PrivateKMeans(privacy="local") are calibrated to the replaced-record sensitivity."""
+    from sklearn_icml.cluster import PrivateKMeans
+
+    X = np.random.RandomState(1).uniform(-1, 1, size=(300, 2))
+    for algorithm in ("greedy", "lloyd"):
+        km = PrivateKMeans(2, epsilon=1.0, delta=1e-6, bounds=(-1, 1), privacy="local", algorithm=algorithm,
+                           random_state=0).fit(X)
+        sums = [e for e in km.privacy_ledger_ if "sums" in e["label"]]
+        assert sums
+        for e in sums:
+            # opposite corners of [-1, 1]^2 in the same cluster: ||(2, 2)||_2
+            assert e["sensitivity"] >= math.hypot(2.0, 2.0) - 1e-12
+            per_release = e["epsilon"] / e["count"], e["delta"] / e["count"]
+            assert e["scale"] >= gaussian_noise_scale(*per_release, math.hypot(2.0, 2.0)) * (1 - 1e-12)
