@@ -9,6 +9,7 @@ neither torch nor POT.
 import importlib
 import pkgutil
 
+from ._config import config_context, get_config, set_config
 from ._version import __version__
 
 
@@ -19,7 +20,7 @@ def _public_submodules():
 
 _SUBMODULES = _public_submodules()
 
-__all__ = [*_SUBMODULES, "__version__"]
+__all__ = [*_SUBMODULES, "__version__", "config_context", "get_config", "set_config"]
 
 
 def __getattr__(name):

@@ -11,9 +11,15 @@ The pattern every torch-backed estimator follows:
 * random draws come from a CPU :class:`torch.Generator` made by
   :func:`torch_generator` from the estimator's ``random_state``, then move to
   the device, so CPU and GPU runs start from the same numbers;
+* the torch work of ``fit``/``predict`` runs inside :func:`torch_threads`
+  (the thread rule);
 * fitted attributes are numpy arrays (or CPU modules), never device tensors,
   so pickles load on machines without a GPU.
 """
+
+import os
+import sys
+from contextlib import contextmanager
 
 import numpy as np
 from sklearn.utils import check_random_state
@@ -23,12 +29,14 @@ from ._sklearn_private import StrOptions
 __all__ = [
     "DEVICE_CONSTRAINT",
     "as_numpy",
+    "default_n_threads",
     "is_torch_tensor",
     "resolve_device",
     "to_numpy",
     "to_tensor",
     "torch_generator",
     "torch_seed",
+    "torch_threads",
 ]
 
 #: Constraint for a ``device`` parameter. Strings only, so that defining an
@@ -198,3 +206,113 @@ def to_numpy(tensor, dtype=None):
     if dtype is not None:
         return out.astype(dtype, copy=True)
     return out.copy()
+
+
+def _available_cpus():
+    """CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - macOS / Windows
+        return os.cpu_count() or 1
+
+
+def _in_parallel_worker():
+    """Whether we run inside a joblib (loky, multiprocessing) or Dask worker.
+
+    Child processes of :mod:`multiprocessing` and of loky (joblib's default
+    backend) have a parent process; a Dask worker is recognised by
+    ``distributed.get_worker()`` (only looked up when ``distributed`` is
+    already imported, so this never imports it).
+    """
+    import multiprocessing
+
+    if multiprocessing.parent_process() is not None:
+        return True
+    distributed = sys.modules.get("distributed")
+    if distributed is not None:
+        try:
+            distributed.get_worker()
+        except (ValueError, AttributeError):
+            return False
+        return True
+    return False
+
+
+def default_n_threads():
+    """The number of torch intra-op threads the thread rule allows here.
+
+    ``sklearn_icml.get_config()["n_threads"]`` when set; otherwise one inside
+    a joblib or Dask worker, else ``min(torch.get_num_threads(), CPUs of the
+    process's affinity)``.
+
+    Returns
+    -------
+    int
+        At least 1.
+    """
+    from .._config import get_config
+
+    configured = get_config()["n_threads"]
+    if configured is not None:
+        return int(configured)
+    if _in_parallel_worker():
+        return 1
+    import torch
+
+    return max(1, min(torch.get_num_threads(), _available_cpus()))
+
+
+@contextmanager
+def torch_threads(n_threads=None):
+    """The thread rule: limit torch's intra-op threads for a ``with`` block, then restore them.
+
+    Every torch estimator runs the torch work of ``fit`` and ``predict``
+    inside this context. On a busy machine torch's default (one thread per
+    core) oversubscribes the CPUs; inside joblib or Dask workers, which
+    already run one task per core, it multiplies.
+
+    Parameters
+    ----------
+    n_threads : int >= 1 or None, default=None
+        Threads to use. ``None`` applies :func:`default_n_threads`: the global
+        ``sklearn_icml.set_config(n_threads=...)`` when set, else one inside a
+        joblib/loky/Dask worker, else no more than torch's current setting and
+        the CPUs the process's affinity allows.
+
+    Yields
+    ------
+    int
+        The number of threads in force inside the block.
+
+    Notes
+    -----
+    :func:`torch.set_num_threads` is process-wide: concurrent Python threads
+    share it. Inter-op threads are left alone (torch allows setting them only
+    once per process).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_icml.utils._torch import torch_threads
+    >>> before = torch.get_num_threads()
+    >>> with torch_threads(1) as n:
+    ...     n == torch.get_num_threads() == 1
+    True
+    >>> torch.get_num_threads() == before
+    True
+    """
+    import torch
+
+    if n_threads is None:
+        n_threads = default_n_threads()
+    elif isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer)) or n_threads < 1:
+        raise ValueError(f"torch_threads: n_threads must be None or an int >= 1; got {n_threads!r}.")
+    n_threads = int(n_threads)
+    before = torch.get_num_threads()
+    if n_threads != before:
+        torch.set_num_threads(n_threads)
+    try:
+        yield n_threads
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)

@@ -1,0 +1,685 @@
+"""The one place where the library trains a torch module: :func:`fit_module`, built on skorch.
+
+Every torch estimator builds its module (on the CPU, seeded from its
+``random_state``), hands it to :func:`fit_module` with its data and gets a
+:class:`TrainingResult` back: the trained module on the CPU in eval mode, the
+per-epoch training loss (``loss_curve_``), the validation losses
+(``validation_scores_``) and the number of epochs run (``n_iter_``). The
+vocabulary and the stopping rules are those of scikit-learn's
+:class:`~sklearn.neural_network.MLPClassifier`:
+
+* ``max_iter`` epochs, ``batch_size``, ``learning_rate``;
+* ``early_stopping=False``: training stops when the training loss has not
+  decreased by at least ``tol`` for more than ``n_iter_no_change``
+  consecutive epochs, and the last module is returned;
+* ``early_stopping=True``: a ``validation_fraction`` of the rows is held out
+  (drawn from the same seeded generator as the batches); training stops when
+  the validation loss has not decreased by at least ``tol`` for more than
+  ``n_iter_no_change`` consecutive epochs, and the module of the best
+  validation loss is returned. Unlike scikit-learn, whose
+  ``validation_scores_`` holds accuracy or R², ``validation_scores`` holds
+  the validation *loss* (lower is better), in the units of the training loss.
+
+Under the hood a private subclass of :class:`skorch.NeuralNet` runs the loop
+(never exposed as an estimator: skorch's nets do not pass scikit-learn's
+checks, ours must). skorch's documented hooks carry the library's needs:
+``get_loss`` for the loss strings and custom losses, ``train_step_single`` /
+``validation_step`` for custom objectives (a Cox partial likelihood over a
+batch, a regularised multi-task loss), ``iterator_train`` / ``iterator_valid``
+for seeded mini-batches sliced straight from device tensors (skorch's default
+``DataLoader`` collates sample by sample), callbacks for gradient clipping
+(:class:`skorch.callbacks.GradientNormClipping`), LR schedules, the stopping
+rule and the per-epoch log (:class:`skorch.callbacks.PrintLog` under
+``verbose``). skorch's default callbacks are replaced by that short list, and
+the epoch loss is accumulated on the device (one synchronisation per epoch
+instead of one per batch).
+
+Loops that cannot be written as "one optimiser step per mini-batch of one
+loss" (adversarial alternation, rollouts with curricula, meta-episodes) use
+:func:`iterate_minibatches`, :class:`ProgressReporter` and
+:class:`EarlyStopping` so that they speak the same vocabulary.
+"""
+
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._torch import is_torch_tensor, torch_generator, torch_threads
+
+__all__ = ["EarlyStopping", "ProgressReporter", "TrainingResult", "fit_module", "iterate_minibatches"]
+
+_LOSSES = ("mse", "cross_entropy", "bce_with_logits")
+_OPTIMIZERS = {"adamw": "AdamW", "adam": "Adam", "sgd": "SGD", "rmsprop": "RMSprop"}
+
+
+@dataclass
+class TrainingResult:
+    """What :func:`fit_module` returns.
+
+    Attributes
+    ----------
+    module : torch.nn.Module
+        The trained module, on the CPU and in eval mode (the one of the best
+        validation loss when ``early_stopping=True``).
+    loss_curve : list of float
+        Mean training loss of each epoch (over samples) -> ``loss_curve_``.
+    validation_scores : list of float or None
+        Validation loss of each epoch when ``early_stopping=True``, else
+        ``None`` -> ``validation_scores_``. Lower is better.
+    n_iter : int
+        Epochs run -> ``n_iter_``.
+    best_loss : float or None
+        Smallest training loss (``early_stopping=False``) -> ``best_loss_``.
+    best_validation_score : float or None
+        Smallest validation loss (``early_stopping=True``).
+    epoch_times : list of float
+        Wall-clock seconds of each epoch (training and validation pass).
+    """
+
+    module: object
+    loss_curve: list
+    validation_scores: list = None
+    n_iter: int = 0
+    best_loss: float = None
+    best_validation_score: float = None
+    epoch_times: list = field(default_factory=list)
+
+
+# -- helpers also used by hand-written loops -----------------------------------------------------
+
+def _as_generator(random_state):
+    if type(random_state).__name__ == "Generator" and type(random_state).__module__.startswith("torch"):
+        return random_state
+    return torch_generator(random_state)
+
+
+def iterate_minibatches(n_samples, batch_size, generator=None, *, shuffle=True, device=None):
+    """Yield index tensors of mini-batches over ``n_samples`` rows.
+
+    Parameters
+    ----------
+    n_samples : int
+        Number of rows.
+    batch_size : int
+        Rows per batch (the last one may be smaller); clipped to ``n_samples``.
+    generator : torch.Generator, int, RandomState or None, default=None
+        Source of the permutation (a CPU generator; one ``randperm`` per
+        call). An int / RandomState / None is turned into a generator by
+        :func:`~sklearn_icml.utils._torch.torch_generator`.
+    shuffle : bool, default=True
+        Permute the rows; otherwise the batches are in row order.
+    device : torch.device or str, default=None
+        Where the index tensors live (that of the data they index).
+
+    Yields
+    ------
+    torch.Tensor
+        1-D ``int64`` tensor of row indices.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_icml.utils._training import iterate_minibatches
+    >>> batches = list(iterate_minibatches(5, 2, torch.Generator().manual_seed(0)))
+    >>> [len(b) for b in batches], sorted(torch.cat(batches).tolist())
+    ([2, 2, 1], [0, 1, 2, 3, 4])
+    """
+    import torch
+
+    n_samples, batch_size = int(n_samples), int(batch_size)
+    if batch_size < 1:
+        raise ValueError(f"iterate_minibatches: batch_size must be >= 1; got {batch_size!r}.")
+    if shuffle:
+        order = torch.randperm(n_samples, generator=_as_generator(generator))
+    else:
+        order = torch.arange(n_samples)
+    if device is not None:
+        order = order.to(device)
+    batch_size = min(batch_size, max(n_samples, 1))
+    for lo in range(0, n_samples, batch_size):
+        yield order[lo:lo + batch_size]
+
+
+class ProgressReporter:
+    """Per-epoch progress lines under ``verbose``, one format for every loop.
+
+    Parameters
+    ----------
+    name : str
+        Printed in brackets at the start of each line (the estimator's name).
+    max_iter : int or None
+        Planned epochs, shown as ``epoch k/max_iter``.
+    verbose : int or bool
+        Nothing is printed when falsy. With ``verbose=1`` every epoch of fits
+        up to 50 epochs and about 20 lines for longer ones are printed; with
+        ``verbose >= 2`` every epoch.
+    file : file-like, default=None
+        Where to print; ``sys.stdout`` by default.
+
+    Examples
+    --------
+    >>> from sklearn_icml.utils._training import ProgressReporter
+    >>> reporter = ProgressReporter("Demo", max_iter=2, verbose=1)
+    >>> reporter.epoch(1, 0.5, dur=0.0)
+    [Demo] epoch 1/2  loss 0.500000  (0.00 s)
+    >>> ProgressReporter("Quiet", max_iter=2, verbose=0).epoch(1, 0.5)
+    """
+
+    def __init__(self, name, max_iter=None, verbose=0, *, file=None):
+        self.name = name
+        self.max_iter = max_iter
+        self.verbose = verbose
+        self.file = file
+        self._start = time.perf_counter()
+
+    def _every(self):
+        if self.verbose >= 2 or not self.max_iter or self.max_iter <= 50:
+            return 1
+        return max(1, self.max_iter // 20)
+
+    def message(self, text):
+        """Print ``[name] text`` under ``verbose``."""
+        if self.verbose:
+            print(f"[{self.name}] {text}", file=self.file or sys.stdout, flush=True)
+
+    def epoch(self, epoch, loss, *, validation=None, dur=None, force=False, **extra):
+        """Report one epoch (1-based); printed when due under ``verbose``.
+
+        Parameters
+        ----------
+        epoch : int
+            The epoch just finished, counted from 1.
+        loss : float
+            Its training loss.
+        validation : float, default=None
+            Its validation loss or score.
+        dur : float, default=None
+            Its duration in seconds.
+        force : bool, default=False
+            Print even when the thinning of long fits would skip it.
+        **extra : float or str
+            More ``key value`` pairs for the line.
+        """
+        if not self.verbose:
+            return
+        last = self.max_iter is not None and epoch >= self.max_iter
+        if not (force or last or epoch == 1 or epoch % self._every() == 0):
+            return
+        width = len(str(self.max_iter)) if self.max_iter else 1
+        parts = [f"epoch {epoch:>{width}d}" + (f"/{self.max_iter}" if self.max_iter else ""),
+                 f"loss {loss:.6f}"]
+        if validation is not None:
+            parts.append(f"validation {validation:.6f}")
+        for key, value in extra.items():
+            parts.append(f"{key} {value:.6g}" if isinstance(value, float) else f"{key} {value}")
+        if dur is not None:
+            parts.append(f"({dur:.2f} s)")
+        self.message("  ".join(parts))
+
+
+class EarlyStopping:
+    """scikit-learn's MLP stopping rule on a monitored loss (lower is better).
+
+    An epoch counts as "no improvement" when its value is not below the best
+    so far minus ``tol``; training should stop once more than
+    ``n_iter_no_change`` consecutive epochs made no improvement (the rule of
+    :class:`~sklearn.neural_network.MLPClassifier`). The best value and,
+    when a module is given, a copy of its state at the best epoch are kept.
+
+    Parameters
+    ----------
+    n_iter_no_change : int >= 1, default=10
+        Epochs without an improvement of at least ``tol`` tolerated.
+    tol : float >= 0, default=1e-4
+        Minimal decrease of the monitored loss counted as an improvement.
+    keep_best : bool, default=False
+        Keep a copy of the module's ``state_dict`` at the best value
+        (restore it with :meth:`restore_best`).
+
+    Examples
+    --------
+    >>> from sklearn_icml.utils._training import EarlyStopping
+    >>> stopper = EarlyStopping(n_iter_no_change=2, tol=0.0)
+    >>> [stopper.step(v) for v in [3.0, 2.0, 2.5, 2.5, 2.5]]
+    [False, False, False, False, True]
+    >>> stopper.best, stopper.best_epoch
+    (2.0, 2)
+    """
+
+    def __init__(self, n_iter_no_change=10, tol=1e-4, *, keep_best=False):
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
+        self.keep_best = keep_best
+        self.best = math.inf
+        self.best_epoch = 0
+        self.best_state = None
+        self.no_improvement_count = 0
+        self.epoch = 0
+
+    def step(self, value, module=None):
+        """Record one epoch's value; return True when training should stop."""
+        self.epoch += 1
+        value = float(value)
+        if value > self.best - self.tol:
+            self.no_improvement_count += 1
+        else:
+            self.no_improvement_count = 0
+        if value < self.best:
+            self.best = value
+            self.best_epoch = self.epoch
+            if self.keep_best and module is not None:
+                self.best_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+        return self.no_improvement_count > self.n_iter_no_change
+
+    def restore_best(self, module):
+        """Load the kept best state into ``module`` (no-op when none was kept)."""
+        if self.best_state is not None:
+            module.load_state_dict(self.best_state)
+        return module
+
+
+# -- data plumbing for skorch --------------------------------------------------------------------
+
+def _import_torch_data():
+    import torch
+
+    class _TensorData(torch.utils.data.Dataset):
+        """Rows of device tensors: ``xs`` a tuple of tensors (module(*xs)), ``y`` a tensor or None."""
+
+        def __init__(self, xs, y, single):
+            self.xs, self.y, self.single = xs, y, single
+
+        def __len__(self):
+            return int(self.xs[0].shape[0])
+
+        def batch(self, idx):
+            xb = tuple(x[idx] for x in self.xs)
+            return (xb[0] if self.single else xb), (None if self.y is None else self.y[idx])
+
+        def subset(self, idx):
+            return _TensorData(tuple(x[idx] for x in self.xs), None if self.y is None else self.y[idx], self.single)
+
+        def __getitem__(self, i):
+            return self.batch(i)
+
+    return _TensorData
+
+
+class _BatchIterator:
+    """skorch ``iterator_train`` / ``iterator_valid``: slices device tensors per mini-batch."""
+
+    def __init__(self, dataset, batch_size, shuffle=False, generator=None):
+        self.dataset, self.batch_size, self.shuffle, self.generator = dataset, batch_size, shuffle, generator
+
+    def __len__(self):
+        return math.ceil(len(self.dataset) / min(self.batch_size, max(len(self.dataset), 1)))
+
+    def __iter__(self):
+        device = self.dataset.xs[0].device
+        for idx in iterate_minibatches(len(self.dataset), self.batch_size, self.generator,
+                                       shuffle=self.shuffle, device=device):
+            yield self.dataset.batch(idx)
+
+
+# -- the skorch net ------------------------------------------------------------------------------
+
+def _make_net_class():
+    import torch
+    from skorch import NeuralNet
+    from skorch.callbacks import Callback
+
+    functional = torch.nn.functional
+
+    class _Net(NeuralNet):
+        """skorch NeuralNet with the library's hooks (private; never an estimator)."""
+
+        def __init__(self, *args, loss_fn=None, train_step_fn=None, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.loss_fn = loss_fn
+            self.train_step_fn = train_step_fn
+
+        def get_default_callbacks(self):
+            return []  # replaced by the short list fit_module passes (no per-batch scoring)
+
+        def get_all_learnable_params(self):
+            for name, param in self.module_.named_parameters():
+                if param.requires_grad:
+                    yield name, param
+
+        def infer(self, x, **fit_params):
+            if isinstance(x, tuple):
+                return self.module_(*x, **fit_params)
+            return self.module_(x, **fit_params)
+
+        def get_loss(self, y_pred, y_true, X=None, training=False):
+            return self.loss_fn(y_pred, y_true)
+
+        def train_step_single(self, batch, **fit_params):
+            if self.train_step_fn is None:
+                return super().train_step_single(batch, **fit_params)
+            self._set_training(True)
+            Xi, yi = batch
+            loss = self.train_step_fn(self.module_, Xi, yi)
+            loss.backward()
+            return {"loss": loss, "y_pred": None}
+
+        def validation_step(self, batch, **fit_params):
+            if self.train_step_fn is None:
+                return super().validation_step(batch, **fit_params)
+            self._set_training(False)
+            Xi, yi = batch
+            with torch.no_grad():
+                loss = self.train_step_fn(self.module_, Xi, yi)
+            return {"loss": loss, "y_pred": None}
+
+        def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
+            # skorch's version calls loss.item() per batch (a device sync) and records per-batch
+            # history; the epoch mean is all the library uses, so it is accumulated on the device.
+            if iterator is None:
+                return
+            total, count, batches = None, 0, 0
+            for batch in iterator:
+                self.notify("on_batch_begin", batch=batch, training=training)
+                step = step_fn(batch, **fit_params)
+                size = len(batch[0][0] if isinstance(batch[0], tuple) else batch[0])
+                weighted = step["loss"].detach().to(torch.float64) * size
+                total = weighted if total is None else total + weighted
+                count += size
+                batches += 1
+                self.notify("on_batch_end", batch=batch, training=training, **step)
+            self.history.record(prefix + "_batch_count", batches)
+            self.history.record(prefix + "_loss", float(total.item()) / count if count else math.nan)
+
+    class _Monitor(Callback):
+        """Stopping rule, non-finite check and LR schedule, once per epoch."""
+
+        def __init__(self, stopper, early_stopping, scheduler_factory, name, learning_rate):
+            self.stopper = stopper
+            self.early_stopping = early_stopping
+            self.scheduler_factory = scheduler_factory
+            self.name = name
+            self.learning_rate = learning_rate
+
+        def on_train_begin(self, net, **kwargs):
+            self.scheduler_ = None if self.scheduler_factory is None else self.scheduler_factory(net.optimizer_)
+            self.stopped_ = False
+
+        def on_epoch_end(self, net, **kwargs):
+            row = net.history[-1]
+            loss = row["train_loss"]
+            if not np.isfinite(loss):
+                raise ValueError(f"{self.name}: the training loss became {loss} at epoch {row['epoch']}; "
+                                 f"lower learning_rate (now {self.learning_rate!r}) or check the data.")
+            monitored = row["valid_loss"] if self.early_stopping else loss
+            if self.early_stopping and not np.isfinite(monitored):
+                raise ValueError(f"{self.name}: the validation loss became {monitored} at epoch "
+                                 f"{row['epoch']}; lower learning_rate (now {self.learning_rate!r}).")
+            if self.scheduler_ is not None:
+                if isinstance(self.scheduler_, torch.optim.lr_scheduler.ReduceLROnPlateau):
+                    self.scheduler_.step(monitored)
+                else:
+                    self.scheduler_.step()
+            if self.stopper.step(monitored, net.module_ if self.early_stopping else None):
+                self.stopped_ = True
+                raise KeyboardInterrupt  # skorch's documented way for a callback to end fit
+
+    return _Net, _Monitor, functional
+
+
+def _loss_function(loss, functional, name):
+    if callable(loss):
+        return loss
+    if loss == "mse":
+        return functional.mse_loss
+    if loss == "cross_entropy":
+        return functional.cross_entropy
+    if loss == "bce_with_logits":
+        return functional.binary_cross_entropy_with_logits
+    raise ValueError(f"{name}: loss must be one of {_LOSSES} or a callable(output, y_batch); got {loss!r}.")
+
+
+def _optimizer_class(optimizer, name):
+    import torch
+
+    if isinstance(optimizer, str):
+        if optimizer.lower() not in _OPTIMIZERS:
+            raise ValueError(f"{name}: optimizer must be one of {sorted(_OPTIMIZERS)} or a torch optimizer class; "
+                             f"got {optimizer!r}.")
+        return getattr(torch.optim, _OPTIMIZERS[optimizer.lower()])
+    if isinstance(optimizer, type) and issubclass(optimizer, torch.optim.Optimizer):
+        return optimizer
+    raise TypeError(f"{name}: optimizer must be a string or a torch.optim.Optimizer subclass; got {optimizer!r}.")
+
+
+def _scheduler_factory(lr_schedule, max_iter, name):
+    import torch
+
+    if lr_schedule is None:
+        return None
+    if lr_schedule == "cosine":
+        return lambda opt: torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max_iter)
+    if callable(lr_schedule):
+        return lr_schedule
+    raise ValueError(f"{name}: lr_schedule must be None, 'cosine' or a callable(optimizer) -> scheduler; "
+                     f"got {lr_schedule!r}.")
+
+
+def _float_dtype(module):
+    import torch
+
+    for p in module.parameters():
+        if p.is_floating_point():
+            return p.dtype
+    for b in module.buffers():
+        if b.is_floating_point():
+            return b.dtype
+    return torch.get_default_dtype()
+
+
+def _tensor(a, device, float_dtype, target_dtype=None):
+    """Array/tensor -> tensor on ``device``; floats in ``float_dtype`` (or ``target_dtype``)."""
+    import torch
+
+    if is_torch_tensor(a):
+        t = a.detach()
+    else:
+        arr = np.asarray(a)
+        if not arr.flags.writeable or not arr.flags.c_contiguous:
+            arr = np.array(arr, order="C", copy=True)
+        t = torch.from_numpy(arr)
+    if target_dtype is not None:
+        t = t.to(dtype=target_dtype)
+    elif t.is_floating_point():
+        t = t.to(dtype=float_dtype)
+    return t.to(device)
+
+
+def _check_params(name, max_iter, batch_size, learning_rate, validation_fraction, n_iter_no_change, tol, grad_clip):
+    def positive_int(v, label):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{name}: {label} must be an int >= 1; got {v!r}.")
+
+    positive_int(max_iter, "max_iter")
+    positive_int(batch_size, "batch_size")
+    positive_int(n_iter_no_change, "n_iter_no_change")
+    if not (isinstance(learning_rate, (int, float)) and np.isfinite(learning_rate) and learning_rate > 0):
+        raise ValueError(f"{name}: learning_rate must be a finite float > 0; got {learning_rate!r}.")
+    if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol >= 0):
+        raise ValueError(f"{name}: tol must be a finite float >= 0; got {tol!r}.")
+    if not (isinstance(validation_fraction, (int, float)) and 0 < validation_fraction < 1):
+        raise ValueError(f"{name}: validation_fraction must be in (0, 1); got {validation_fraction!r}.")
+    if grad_clip is not None and not (isinstance(grad_clip, (int, float)) and grad_clip > 0):
+        raise ValueError(f"{name}: grad_clip must be None or a float > 0; got {grad_clip!r}.")
+
+
+def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, batch_size=32,
+               learning_rate=1e-3, optimizer="adamw", weight_decay=0.0, early_stopping=False,
+               validation_fraction=0.1, n_iter_no_change=10, tol=1e-4, lr_schedule=None, grad_clip=None,
+               device="cpu", random_state=None, verbose=0, name="Estimator"):
+    """Train ``module`` on ``(X, y)`` with mini-batch gradient steps; the library's one training loop.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        Built (on the CPU, seeded) by the estimator. Trained in place on
+        ``device``; only parameters with ``requires_grad`` are optimised.
+    X : ndarray, tensor, or tuple of them
+        Inputs, first axis = samples. A tuple is unpacked into
+        ``module(*X_batch)``. Float arrays are cast to the module's float dtype.
+    y : ndarray, tensor or None, default=None
+        Targets (``int64`` for ``"cross_entropy"``, floats otherwise). ``None``
+        for objectives that need none (then give ``train_step``).
+    loss : {"mse", "cross_entropy", "bce_with_logits"} or callable, default="mse"
+        The batch loss; a callable takes ``(output, y_batch)`` and returns a
+        scalar tensor (a mean over the batch).
+    train_step : callable, default=None
+        ``train_step(module, X_batch, y_batch) -> scalar loss tensor`` for
+        objectives that are not ``loss(module(X_batch), y_batch)``. ``X_batch``
+        is a tensor (or a tuple of tensors) on ``device``; ``y_batch`` a tensor
+        or None. Also used, under ``torch.no_grad``, for the validation loss.
+    max_iter : int, default=200
+        Maximum number of epochs.
+    batch_size : int, default=32
+        Rows per mini-batch (clipped to the number of rows).
+    learning_rate : float, default=1e-3
+        Step size of the optimiser.
+    optimizer : {"adamw", "adam", "sgd", "rmsprop"} or torch optimizer class, default="adamw"
+        The optimiser.
+    weight_decay : float, default=0.0
+        The optimiser's ``weight_decay``.
+    early_stopping : bool, default=False
+        Hold out ``validation_fraction`` of the rows and stop on the
+        validation loss (the best module is returned); otherwise stop on the
+        training loss (the last module is returned).
+    validation_fraction : float in (0, 1), default=0.1
+        Share of rows held out when ``early_stopping`` (at least one).
+    n_iter_no_change : int, default=10
+        Epochs without an improvement of at least ``tol`` tolerated before
+        stopping (scikit-learn's MLP rule). Set it to ``max_iter`` to always
+        run ``max_iter`` epochs.
+    tol : float, default=1e-4
+        Minimal decrease of the monitored loss that counts as an improvement.
+    lr_schedule : None, "cosine" or callable, default=None
+        ``"cosine"``: cosine annealing over ``max_iter`` epochs; a callable
+        ``lr_schedule(optimizer)`` returns a torch LR scheduler, stepped once
+        per epoch (``ReduceLROnPlateau`` receives the monitored loss).
+    grad_clip : float or None, default=None
+        Clip the gradients' global norm to this value before each step.
+    device : torch.device or str, default="cpu"
+        Where to train; already resolved by the estimator (``resolve_device``).
+    random_state : int, RandomState, torch.Generator or None, default=None
+        Seeds the one CPU generator that draws the validation split and the
+        batch order of every epoch.
+    verbose : int, default=0
+        Per-epoch log (skorch's ``PrintLog`` table) when positive.
+    name : str, default="Estimator"
+        The estimator's name, used in messages.
+
+    Returns
+    -------
+    TrainingResult
+        The trained module (CPU, eval mode) and the training history.
+
+    Raises
+    ------
+    ValueError
+        For invalid options, fewer than two rows when ``early_stopping``, or
+        a non-finite training/validation loss (with a hint to lower
+        ``learning_rate``).
+
+    Notes
+    -----
+    The work runs inside :func:`~sklearn_icml.utils._torch.torch_threads`.
+    Module parameters are updated in place; the returned module is the same
+    object, moved to the CPU.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from sklearn_icml.utils._training import fit_module
+    >>> X = np.linspace(-1, 1, 64).reshape(-1, 1)
+    >>> y = 3 * X
+    >>> net = torch.nn.Linear(1, 1)
+    >>> res = fit_module(net, X, y, max_iter=300, batch_size=16, learning_rate=0.05, random_state=0)
+    >>> round(float(net.weight.detach()), 1), res.n_iter <= 300, res.loss_curve[-1] < 1e-3
+    (3.0, True, True)
+    """
+    import torch
+
+    _check_params(name, max_iter, batch_size, learning_rate, validation_fraction, n_iter_no_change, tol, grad_clip)
+    if train_step is not None and not callable(train_step):
+        raise TypeError(f"{name}: train_step must be a callable(module, X_batch, y_batch); got {train_step!r}.")
+    if train_step is None and y is None:
+        raise ValueError(f"{name}: y is None: pass targets, or a train_step that needs none.")
+    _Net, _Monitor, functional = _make_net_class()
+    loss_fn = _loss_function(loss, functional, name)
+    optimizer_cls = _optimizer_class(optimizer, name)
+    scheduler_factory = _scheduler_factory(lr_schedule, max_iter, name)
+    device = torch.device(device)
+    generator = _as_generator(random_state)
+
+    with torch_threads():
+        module.to(device)
+        float_dtype = _float_dtype(module)
+        single = not isinstance(X, (tuple, list))
+        xs = tuple(_tensor(a, device, float_dtype) for a in ((X,) if single else X))
+        target_dtype = torch.long if (isinstance(loss, str) and loss == "cross_entropy") else None
+        yt = None if y is None else _tensor(y, device, float_dtype, target_dtype)
+        n = int(xs[0].shape[0])
+        if any(int(x.shape[0]) != n for x in xs) or (yt is not None and int(yt.shape[0]) != n):
+            raise ValueError(f"{name}: X and y have inconsistent numbers of rows.")
+        if n < 1:
+            raise ValueError(f"{name}: no rows to train on.")
+
+        data = _import_torch_data()(xs, yt, single)
+        train_split, valid = None, None
+        if early_stopping:
+            n_valid = int(math.ceil(validation_fraction * n))
+            if n - n_valid < 1:
+                raise ValueError(f"{name}: early_stopping needs at least 2 rows (validation_fraction="
+                                 f"{validation_fraction!r} of {n} leaves none to train on).")
+            perm = torch.randperm(n, generator=generator).to(device)
+            train_data, valid = data.subset(perm[n_valid:]), data.subset(perm[:n_valid])
+            train_split = lambda dataset, y=None, **kw: (train_data, valid)  # noqa: E731
+        stopper = EarlyStopping(n_iter_no_change, tol, keep_best=early_stopping)
+        monitor = _Monitor(stopper, early_stopping, scheduler_factory, name, learning_rate)
+        from skorch.callbacks import EpochTimer, GradientNormClipping, PrintLog
+
+        callbacks = [("epoch_timer", EpochTimer())]
+        if grad_clip is not None:
+            callbacks.append(("grad_clip", GradientNormClipping(gradient_clip_value=grad_clip)))
+        if verbose:
+            callbacks.append(("print_log", PrintLog(sink=lambda s: print(f"[{name}] " + s.replace(
+                "\n", f"\n[{name}] "), flush=True), keys_ignored=("train_batch_count", "valid_batch_count"))))
+        callbacks.append(("monitor", monitor))
+        net = _Net(
+            module, criterion=torch.nn.Identity, optimizer=optimizer_cls, lr=learning_rate,
+            optimizer__weight_decay=weight_decay, max_epochs=max_iter, batch_size=batch_size,
+            iterator_train=_BatchIterator, iterator_train__shuffle=True, iterator_train__generator=generator,
+            iterator_valid=_BatchIterator, train_split=train_split, callbacks=callbacks,
+            device=None, verbose=0, loss_fn=loss_fn, train_step_fn=train_step,
+        )
+        if not any(p.requires_grad for p in module.parameters()):
+            raise ValueError(f"{name}: nothing to train: every parameter of the module is frozen.")
+        net.initialize()
+        if verbose:
+            print(f"[{name}] training {sum(p.numel() for _, p in net.get_all_learnable_params())} parameters "
+                  f"on {n if valid is None else n - len(valid)} rows ({device}), up to {max_iter} epochs",
+                  flush=True)
+        net.partial_fit(data, None)
+        if early_stopping:
+            stopper.restore_best(module)
+        history = net.history
+        loss_curve = [float(row["train_loss"]) for row in history]
+        valid_curve = [float(row["valid_loss"]) for row in history] if early_stopping else None
+        module.eval()
+        module.to("cpu")
+    return TrainingResult(
+        module=module, loss_curve=loss_curve, validation_scores=valid_curve, n_iter=len(loss_curve),
+        best_loss=None if early_stopping else min(loss_curve),
+        best_validation_score=min(valid_curve) if early_stopping else None,
+        epoch_times=[float(row["dur"]) for row in history],
+    )
