@@ -5,6 +5,9 @@
 * torch gets one intra-op thread: CI has 2 cores and joblib/Dask workers share
   them. This is test configuration; the library never changes torch's threads.
 * Items marked ``cuda`` are skipped when torch sees no CUDA device.
+* The configuration in ``pyproject.toml``'s ``[tool.pytest]`` table (markers,
+  warnings as errors, doctests) must be in force: pytest < 9 ignores that table
+  and would run a silently weaker suite, so the session stops with a usage error.
 """
 
 import os
@@ -23,7 +26,18 @@ def _cuda_available():
     return torch.cuda.is_available()
 
 
+def _check_configuration_is_read(config):
+    # The markers are declared only in [tool.pytest]: without them that table was not read at all.
+    if not any(line.startswith("cuda:") for line in config.getini("markers")):
+        raise pytest.UsageError(
+            f"pytest {pytest.__version__} did not read the [tool.pytest] table of pyproject.toml, so its "
+            "markers, warnings-as-errors and doctests would be off; the tests need pytest>=9: "
+            'python -m pip install -c .ci/constraints.txt -e ".[test]"'
+        )
+
+
 def pytest_configure(config):
+    _check_configuration_is_read(config)
     try:
         import torch
     except ImportError:
