@@ -61,6 +61,9 @@ def g_optimal_design(features, *, tol=1e-3, max_iter=100_000):
     -----
     When the rows do not span the whole space, the design is computed in
     their span (``A^+`` replaces ``A^{-1}`` and the target is the rank).
+    Scaling every row by one factor changes neither the design nor the
+    leverages, so the features are first divided by their largest absolute
+    entry: designs over tiny or huge features are those of the rescaled ones.
 
     References
     ----------
@@ -89,6 +92,10 @@ def g_optimal_design(features, *, tol=1e-3, max_iter=100_000):
     nonzero = np.any(features != 0, axis=1)
     if not nonzero.any():
         raise ValueError("g_optimal_design: every feature vector is zero; there is nothing to design.")
+    # the design and the leverages do not change when all rows are scaled by one factor: bring the largest
+    # entry to 1 so that tiny (1e-200) or huge (1e200) features neither underflow nor overflow in A(pi)
+    features = features / np.abs(features).max()
+    nonzero = np.any(features != 0, axis=1)
     # work in the span of the rows, in an orthonormal basis
     _, s, Vt = linalg.svd(features[nonzero], full_matrices=False)
     rank = int(np.sum(s > s[0] * max(features.shape) * np.finfo(float).eps))

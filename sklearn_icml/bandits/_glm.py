@@ -200,12 +200,12 @@ class PairwiseGLMClassifier(ClassifierMixin, BaseEstimator):
                 f"item of a duel wins; the target is {kind} with {len(self.classes_)} class(es): "
                 f"{self.classes_.tolist()!r}."
             )
-        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         theta, self.n_iter_, converged = fit_glm(
             X, y_idx, sample_weight, link=self.link, alpha=self.alpha, max_iter=self.max_iter, tol=self.tol)
         if not converged:
             warnings.warn(f"{type(self).__name__}: Newton steps did not converge in max_iter={self.max_iter} "
-                          "iterations; increase max_iter or alpha.", ConvergenceWarning)
+                          "iterations; increase max_iter or alpha.", ConvergenceWarning, stacklevel=2)
         self.coef_ = theta.reshape(1, -1)
         self.intercept_ = np.zeros(1)
         return self

@@ -36,8 +36,8 @@ def _check_layer_args(base, r, alpha, dropout, cls_name):
         raise TypeError(f"{cls_name} wraps an nn.Linear; got {type(base).__name__}.")
     if isinstance(r, bool) or not isinstance(r, Integral) or r < 1:
         raise ValueError(f"{cls_name}: r must be an integer >= 1; got {r!r}.")
-    if alpha is not None and (isinstance(alpha, bool) or not isinstance(alpha, Real) or not alpha > 0):
-        raise ValueError(f"{cls_name}: alpha must be a positive number or None; got {alpha!r}.")
+    if alpha is not None and (isinstance(alpha, bool) or not isinstance(alpha, Real) or not 0 < alpha < math.inf):
+        raise ValueError(f"{cls_name}: alpha must be a finite positive number or None; got {alpha!r}.")
     if isinstance(dropout, bool) or not isinstance(dropout, Real) or not 0 <= dropout < 1:
         raise ValueError(f"{cls_name}: dropout must be in [0, 1); got {dropout!r}.")
 
@@ -406,7 +406,7 @@ def _set_submodule(root, name, new):
         "method": [StrOptions({"dora", "lora"})],
         "target_modules": [list, tuple, str, callable, None],
         "r": [Interval(Integral, 1, None, closed="left")],
-        "alpha": [Interval(Real, 0, None, closed="neither"), None],
+        "alpha": [Interval(Real, 0, math.inf, closed="neither"), None],
         "dropout": [Interval(Real, 0, 1, closed="left")],
         "use_rslora": ["boolean"],
         "norm": [StrOptions({"dense", "factored"})],
@@ -554,6 +554,11 @@ def _weight_matrix(w, name):
     if w.ndim != 2:
         raise ValueError(f"magnitude_direction_shift: {name} must be 2-D (out_features, in_features); "
                          f"got shape {w.shape}.")
+    if w.size == 0:
+        raise ValueError(f"magnitude_direction_shift: {name} is empty (shape {w.shape}); it needs at least "
+                         "one row and one column.")
+    if not np.all(np.isfinite(w)):
+        raise ValueError(f"magnitude_direction_shift: {name} contains NaN or infinity.")
     return w
 
 

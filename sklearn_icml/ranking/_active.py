@@ -3,11 +3,20 @@
 from numbers import Real
 
 import numpy as np
+from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_random_state
 
 from ..utils._sklearn_private import Interval, StrOptions, validate_params
 from ..utils._torch import as_numpy
-from ._battles import DEFAULT_TIE_LABELS, as_battle_array, encode_ids, factorize, lookup_ids, parse_outcomes
+from ._battles import (
+    DEFAULT_TIE_LABELS,
+    as_battle_array,
+    check_ids,
+    encode_ids,
+    factorize,
+    lookup_ids,
+    parse_outcomes,
+)
 
 
 def _sampler_params(rule, items, prior, uniform_mix, tie_labels, win_labels, random_state):
@@ -177,7 +186,9 @@ class ActivePairSampler:
             all_ids = np.concatenate([roster, X_ids]) if roster.shape[0] else X_ids
         else:
             all_ids = roster
-        self.items_, _ = encode_ids(all_ids)
+        items, _ = encode_ids(all_ids)
+        check_ids(type(self).__name__, items, what="X" if self.items is None else "items or X")
+        self.items_ = items
         M = len(self.items_)
         if M < 2:
             raise ValueError(f"ActivePairSampler needs at least 2 competitors; got {M}.")
@@ -222,6 +233,7 @@ class ActivePairSampler:
         new = codes < 0
         if new.any():
             fresh, fresh_codes = factorize(ids[new])
+            check_ids(name, fresh)
             codes[new] = len(self.items_) + fresh_codes
             self.items_ = np.concatenate([self.items_.astype(object), fresh.astype(object)])
             grow = len(fresh)
@@ -240,7 +252,7 @@ class ActivePairSampler:
 
     def _proba_matrix(self):
         if not hasattr(self, "items_"):
-            raise AttributeError("This ActivePairSampler instance is not fitted yet; call fit first.")
+            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call fit first.")
         M = len(self.items_)
         iu = np.triu_indices(M, k=1)
         K = len(iu[0])

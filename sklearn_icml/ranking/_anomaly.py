@@ -4,11 +4,12 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy import stats
+from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_random_state
 
 from ..utils._sklearn_private import Interval, StrOptions, validate_params
 from ._active import _battle_arrays
-from ._battles import DEFAULT_TIE_LABELS, encode_ids, factorize, lookup_ids, parse_outcomes
+from ._battles import DEFAULT_TIE_LABELS, check_ids, encode_ids, factorize, lookup_ids, parse_outcomes
 
 
 def _detector_params(alpha, n_looks, max_votes, pvalue, tie_labels, win_labels, random_state):
@@ -153,7 +154,9 @@ class RaterAnomalyDetector:
         ids, y = _battle_arrays(name, X, y)
         self._classes, _, score = parse_outcomes(name, y, tie_labels=tuple(self.tie_labels),
                                                  win_labels=self.win_labels)
-        self.items_, codes = encode_ids(ids)
+        items, codes = encode_ids(ids)
+        check_ids(name, items)
+        self.items_ = items
         M = len(self.items_)
         lo, hi, h = self._oriented(codes, score)
         counts = np.zeros((M * M, 3))
@@ -187,7 +190,7 @@ class RaterAnomalyDetector:
             Per-vote p-values (random with ``pvalue="randomized"``).
         """
         if not hasattr(self, "history_counts_"):
-            raise AttributeError("This RaterAnomalyDetector instance is not fitted yet; call fit first.")
+            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call fit first.")
         name = type(self).__name__
         ids, y = _battle_arrays(name, X, y)
         _, _, score = parse_outcomes(name, y, tie_labels=tuple(self.tie_labels), win_labels=self.win_labels,
@@ -227,6 +230,7 @@ class RaterAnomalyDetector:
             voter's last vote), ``flagged``, ``look`` (vote count at the first
             look that flagged, 0 if none), ``statistic`` (Fisher ``M_j`` at that
             look, or at the last look used) and ``threshold`` (its critical value).
+            Empty (no rows) when there are no votes.
         """
         p = self.vote_pvalues(X, y)
         groups = np.asarray(groups).reshape(-1)
@@ -235,6 +239,11 @@ class RaterAnomalyDetector:
                              f"{groups.shape} for {len(p)} votes.")
         names, g = factorize(groups)
         G = len(names)
+        if G == 0:  # no votes: an empty report
+            return np.rec.fromarrays(
+                [names, np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp), np.zeros(0, dtype=bool),
+                 np.zeros(0, dtype=np.intp), np.zeros(0), np.zeros(0)],
+                names=["group", "n_votes", "n_looks", "flagged", "look", "statistic", "threshold"])
         order = np.argsort(g, kind="stable")
         fisher = np.cumsum(-2.0 * np.log(np.clip(p[order], 1e-300, None)))
         n_votes = np.bincount(g, minlength=G)

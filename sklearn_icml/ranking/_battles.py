@@ -7,6 +7,8 @@ that into integer item codes, an outcome score in {1, 0.5, 0} ("first won",
 "tie", "second won") and a float covariate matrix, and back.
 """
 
+import warnings
+
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
 
@@ -142,6 +144,62 @@ def lookup_ids(items, ids):
     table = {_key(v): i for i, v in enumerate(items)}
     codes = np.fromiter((table.get(_key(v), -1) for v in flat), dtype=np.intp, count=flat.size)
     return codes.reshape(-1, 2)
+
+
+def _is_missing(value):
+    """Whether a competitor id is None or a non-finite number (NaN, inf)."""
+    if value is None:
+        return True
+    if isinstance(value, (float, np.floating, complex, np.complexfloating)):
+        return not np.isfinite(value)
+    return False
+
+
+def check_ids(name, items, codes=None, *, what="X", self_battles="error"):
+    """Reject missing competitor ids (None, NaN, inf) and, given ``codes``, battles of a competitor with itself.
+
+    Parameters
+    ----------
+    name : str
+        The estimator's name, for messages.
+    items : ndarray
+        Ids to check: the distinct ids found by :func:`encode_ids` (checking
+        them costs nothing next to the battles), or any ids.
+    codes : ndarray of shape (n, 2), default=None
+        Codes of the battles in ``items``; a row whose two codes are equal
+        is a self-battle.
+    what : str, default="X"
+        Where the ids came from, for messages.
+    self_battles : {"error", "warn", "ignore"}, default="error"
+        What a self-battle in ``codes`` gets: a ``ValueError``, a
+        ``UserWarning`` saying it is ignored, or nothing.
+
+    Notes
+    -----
+    NaN is never equal to itself, so a NaN id would become a new competitor on
+    each row; None and infinity are no competitor's name. A self-battle
+    carries no information about any rating.
+    """
+    items = np.asarray(items).reshape(-1)
+    if items.dtype.kind in "fc":
+        missing = items[~np.isfinite(items)]
+    elif items.dtype.kind == "O":
+        missing = [v for v in items if _is_missing(v)]
+    else:
+        missing = []
+    if len(missing):
+        raise ValueError(f"{name}: competitor ids must not be None, NaN or infinite; {what} holds "
+                         f"{missing[0]!r}. Drop these battles or give the competitors names.")
+    if codes is not None and codes.shape[0] and self_battles != "ignore":
+        same = np.flatnonzero(codes[:, 0] == codes[:, 1])
+        if not same.size:
+            return
+        what_happened = (f"{same.size} battle(s) pit a competitor against itself (first: row {same[0]}, "
+                         f"{items[codes[same[0], 0]]!r})")
+        if self_battles == "error":
+            raise ValueError(f"{name}: a battle needs two different competitors; {what_happened}. Drop them.")
+        warnings.warn(f"{name}: {what_happened}; they carry no information on the ratings and are ignored.",
+                      UserWarning, stacklevel=3)
 
 
 def split_battles(name, X):

@@ -5,11 +5,11 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+from joblib import effective_n_jobs
 from scipy import stats
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from joblib import effective_n_jobs
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -19,6 +19,7 @@ from . import _bt_solver
 from ._battles import (
     DEFAULT_TIE_LABELS,
     as_battle_array,
+    check_ids,
     encode_ids,
     lookup_ids,
     parse_outcomes,
@@ -177,8 +178,11 @@ class BradleyTerryRanker(ClassifierMixin, BaseEstimator):
     column of mixed types works, unhashable ids are matched by their repr),
     compared for equality only, and the columns after them are numeric battle
     covariates entering the logit linearly (e.g. differences in answer length
-    for style control; oriented first minus second). A battle of a competitor
-    with itself carries no information on the scores. ``y`` holds outcome
+    for style control; oriented first minus second). Ids must not be None,
+    NaN or infinite (``ValueError``). A battle of a competitor with itself
+    carries no information on the scores (it still informs the covariate
+    coefficients); without covariates such battles are ignored with a
+    ``UserWarning``. ``y`` holds outcome
     labels, see ``win_labels`` and ``tie_labels``.
 
     Estimation: damped Newton on the distinct battles; the shift of the scores
@@ -293,8 +297,9 @@ class BradleyTerryRanker(ClassifierMixin, BaseEstimator):
             Fitted ranker.
         """
         name = type(self).__name__
+        # ids (check_ids) and covariates (split_battles) get their own NaN/inf checks, with clearer messages
         X, y = validate_data(self, as_battle_array(as_numpy(X)), as_numpy(y), dtype=None, ensure_min_features=2,
-                             ensure_all_finite=True)
+                             ensure_all_finite=False)
         ids, Z = split_battles(name, X)
         self.classes_, self.first_wins_label_, score = parse_outcomes(
             name, y, tie_labels=tuple(self.tie_labels), win_labels=self.win_labels)
@@ -318,7 +323,10 @@ class BradleyTerryRanker(ClassifierMixin, BaseEstimator):
             ipw = None if ipw is None else ipw[keep]
         if ipw is not None:
             ipw = ipw / (np.dot(freq, ipw) / freq.sum())
-        self.items_, codes = encode_ids(ids)
+        items, codes = encode_ids(ids)
+        # with covariates a self-battle still informs their coefficients; without, it is noise: say so
+        check_ids(name, items, codes, self_battles="warn" if Z.shape[1] == 0 else "ignore")
+        self.items_ = items
         M = len(self.items_)
         buckets = _bt_solver.aggregate(codes, score, Z, freq, ipw, M)
         self.n_battles_ = (np.bincount(codes[:, 0], weights=freq, minlength=M)
@@ -333,7 +341,8 @@ class BradleyTerryRanker(ClassifierMixin, BaseEstimator):
             max_iter=self.max_iter, verbose=self.verbose, name=name)
         if not converged:
             warnings.warn(f"{name}: Newton did not converge in max_iter={self.max_iter} iterations; increase "
-                          "max_iter or alpha (the covariates may separate the outcomes).", ConvergenceWarning)
+                          "max_iter or alpha (the covariates may separate the outcomes).", ConvergenceWarning,
+                          stacklevel=2)
         factor = self.scale / math.log(self.base)
         if problem is not None:
             extreme = np.abs(theta[:M]) * factor > _EXTREME_ELO
@@ -341,7 +350,7 @@ class BradleyTerryRanker(ClassifierMixin, BaseEstimator):
                 warnings.warn(
                     f"{name}: {problem}; with alpha={self.alpha} the penalty alone holds the ratings of "
                     f"{self.items_[extreme][:5].tolist()!r} finite, more than {_EXTREME_ELO:g} Elo points from the "
-                    "mean. Increase alpha or collect more battles.", UserWarning)
+                    "mean. Increase alpha or collect more battles.", UserWarning, stacklevel=2)
         V = _bt_solver.sandwich(theta, buckets, M, self.alpha)
         shift, origin = self._anchor_shift(theta[:M])
         A = np.eye(len(theta))
@@ -392,7 +401,7 @@ class BradleyTerryRanker(ClassifierMixin, BaseEstimator):
         if n_bad:
             warnings.warn(f"{type(self).__name__}: {n_bad} of {self.n_bootstrap} bootstrap resamples had no finite "
                           "maximum-likelihood ratings (a competitor without a win or a loss in the resample) and "
-                          "were left out of the intervals; consider alpha > 0.", UserWarning)
+                          "were left out of the intervals; consider alpha > 0.", UserWarning, stacklevel=2)
         return factor * boot + base_rating
 
     def _intervals(self, M, factor):
@@ -436,9 +445,10 @@ class BradleyTerryRanker(ClassifierMixin, BaseEstimator):
             negated when ``classes_[1]`` means that the second competitor won.
         """
         check_is_fitted(self)
-        X = validate_data(self, as_battle_array(as_numpy(X)), reset=False, dtype=None, ensure_all_finite=True)
+        X = validate_data(self, as_battle_array(as_numpy(X)), reset=False, dtype=None, ensure_all_finite=False)
         ids, Z = split_battles(type(self).__name__, X)
         codes = lookup_ids(self.items_, ids)
+        check_ids(type(self).__name__, ids[codes < 0])
         _check_unknown(type(self).__name__, codes, ids, self.handle_unknown)
         xi = np.append(self.scores_, self.scores_.mean())
         eta = xi[codes[:, 0]] - xi[codes[:, 1]]

@@ -1,5 +1,6 @@
 """Online Elo ratings over a stream of battles (the leaderboard Chatbot Arena started with)."""
 
+import math
 import warnings
 from numbers import Real
 
@@ -12,6 +13,7 @@ from ..utils._torch import as_numpy
 from ._battles import (
     DEFAULT_TIE_LABELS,
     as_battle_array,
+    check_ids,
     encode_ids,
     factorize,
     lookup_ids,
@@ -21,10 +23,22 @@ from ._battles import (
 
 
 def _elo_pass(ratings, a, b, score, k, scale, base):
-    """Sequential Elo updates in row order (inherently sequential: one Python loop)."""
+    """Sequential Elo updates in row order (inherently sequential: one Python loop).
+
+    The expected score ``1 / (1 + base ** ((r_j - r_i) / scale))`` is computed
+    as a logistic function of ``(r_i - r_j) ln(base) / scale`` that never
+    overflows, whatever the rating gap.
+    """
     r = ratings.tolist()
+    rate = math.log(base) / scale
+    exp = math.exp
     for i, j, s in zip(a.tolist(), b.tolist(), score.tolist()):
-        expected = 1.0 / (1.0 + base ** ((r[j] - r[i]) / scale))
+        x = (r[i] - r[j]) * rate
+        if x >= 0:
+            expected = 1.0 / (1.0 + exp(-x))
+        else:
+            e = exp(x)
+            expected = e / (1.0 + e)
         delta = k * (s - expected)
         r[i] += delta
         r[j] -= delta
@@ -89,6 +103,11 @@ class EloRater(ClassifierMixin, BaseEstimator):
     the two id columns are validated as numeric but not used (Elo has no
     covariates). Ratings depend on the order of the rows: ``fit`` processes
     them in the given order, starting every competitor at ``init_rating``.
+    A battle of a competitor with itself would change no rating; it is
+    ignored (not counted in ``n_battles_``) with a ``UserWarning``. The
+    expected score is evaluated as a logistic function of the rating gap, so
+    no rating gap overflows; ratings beyond float64 (an absurd ``k``) raise a
+    ``ValueError``.
 
     References
     ----------
@@ -108,10 +127,10 @@ class EloRater(ClassifierMixin, BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "k": [Interval(Real, 0, None, closed="neither")],
-        "scale": [Interval(Real, 0, None, closed="neither")],
-        "base": [Interval(Real, 1, None, closed="neither")],
-        "init_rating": [Real],
+        "k": [Interval(Real, 0, np.inf, closed="neither")],
+        "scale": [Interval(Real, 0, np.inf, closed="neither")],
+        "base": [Interval(Real, 1, np.inf, closed="neither")],
+        "init_rating": [Interval(Real, -np.inf, np.inf, closed="neither")],
         "ties": [StrOptions({"half", "drop"})],
         "tie_labels": ["array-like"],
         "win_labels": [StrOptions({"auto"}), tuple, list],
@@ -173,8 +192,9 @@ class EloRater(ClassifierMixin, BaseEstimator):
 
     def _update(self, X, y, classes, reset):
         name = type(self).__name__
+        # ids (check_ids) and covariates (split_battles) get their own NaN/inf checks, with clearer messages
         X, y = validate_data(self, as_battle_array(as_numpy(X)), as_numpy(y), dtype=None, reset=reset,
-                             ensure_min_features=2 if reset else 1, ensure_all_finite=True)
+                             ensure_min_features=2 if reset else 1, ensure_all_finite=False)
         ids, _ = split_battles(name, X)
         win_labels = self.win_labels
         fixed = None if reset else self.classes_
@@ -186,24 +206,35 @@ class EloRater(ClassifierMixin, BaseEstimator):
         classes_, first, score = parse_outcomes(name, y, tie_labels=tuple(self.tie_labels), win_labels=win_labels,
                                                 classes=fixed)
         if reset:
+            items, codes = encode_ids(ids)
+            check_ids(name, items, codes, self_battles="warn")
             self.classes_, self.first_wins_label_ = classes_, first
-            self.items_, codes = encode_ids(ids)
+            self.items_ = items
             self.ratings_ = np.full(len(self.items_), float(self.init_rating))
             self.n_battles_ = np.zeros(len(self.items_))
         else:
             codes = lookup_ids(self.items_, ids)
             new = codes < 0
+            fresh = np.empty(0, dtype=object)
             if new.any():
                 fresh, fresh_codes = factorize(np.ascontiguousarray(ids[new]))
                 codes[new] = len(self.items_) + fresh_codes
-                self.items_ = np.concatenate([self.items_.astype(object), fresh.astype(object)])
+            items = np.concatenate([self.items_.astype(object), fresh.astype(object)]) if len(fresh) else self.items_
+            check_ids(name, items, codes, self_battles="warn")
+            if len(fresh):
+                self.items_ = items
                 self.ratings_ = np.concatenate([self.ratings_, np.full(len(fresh), float(self.init_rating))])
                 self.n_battles_ = np.concatenate([self.n_battles_, np.zeros(len(fresh))])
+        distinct = codes[:, 0] != codes[:, 1]  # self-battles change no rating (check_ids warned)
+        codes, score = codes[distinct], score[distinct]
         self.n_battles_ += (np.bincount(codes[:, 0], minlength=len(self.items_))
                             + np.bincount(codes[:, 1], minlength=len(self.items_)))
         keep = np.ones(len(score), dtype=bool) if self.ties == "half" else score != 0.5
-        self.ratings_ = _elo_pass(self.ratings_, codes[keep, 0], codes[keep, 1], score[keep], float(self.k),
-                                  float(self.scale), float(self.base))
+        ratings = _elo_pass(self.ratings_, codes[keep, 0], codes[keep, 1], score[keep], float(self.k),
+                            float(self.scale), float(self.base))
+        if not np.all(np.isfinite(ratings)):
+            raise ValueError(f"{name}: the ratings overflowed float64 with k={self.k!r}; use a smaller k.")
+        self.ratings_ = ratings
         return self
 
     def decision_function(self, X):
@@ -221,9 +252,10 @@ class EloRater(ClassifierMixin, BaseEstimator):
             ``classes_[1]`` means that the second competitor won.
         """
         check_is_fitted(self)
-        X = validate_data(self, as_battle_array(as_numpy(X)), reset=False, dtype=None, ensure_all_finite=True)
+        X = validate_data(self, as_battle_array(as_numpy(X)), reset=False, dtype=None, ensure_all_finite=False)
         ids, _ = split_battles(type(self).__name__, X)
         codes = lookup_ids(self.items_, ids)
+        check_ids(type(self).__name__, ids[codes < 0])
         if (codes < 0).any():
             unknown = list(dict.fromkeys(ids[codes < 0].tolist()))[:5]
             msg = f"{type(self).__name__}: competitor id(s) {unknown!r} were not seen in fit"

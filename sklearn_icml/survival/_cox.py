@@ -59,6 +59,8 @@ class CoxSurvival(SurvivalMixin, BaseEstimator):
         ||w||^2) / n_samples``, with ``w`` the coefficients on the raw
         features for the linear model (scikit-survival's definition) and the
         weight matrices of the network (on standardised inputs) otherwise.
+        At most 1e100 (a larger penalty overflows and every coefficient is
+        already zero).
     solver : {"lbfgs", "adam"}, default="lbfgs"
         Full-batch L-BFGS with a strong-Wolfe line search, or Adam on
         mini-batches of ``batch_size`` samples.
@@ -155,7 +157,8 @@ class CoxSurvival(SurvivalMixin, BaseEstimator):
     _parameter_constraints = {
         "hidden_layer_sizes": [tuple, list],
         "activation": [StrOptions({"relu", "tanh", "elu"})],
-        "alpha": [Interval(Real, 0, None, closed="left")],
+        # beyond 1e100 the penalty overflows float64 while every coefficient is already numerically zero
+        "alpha": [Interval(Real, 0, 1e100, closed="both")],
         "solver": [StrOptions({"lbfgs", "adam"})],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],

@@ -15,6 +15,14 @@ __all__ = ["brier_score", "concordance_index", "integrated_brier_score", "kaplan
 _BLOCK = 1 << 21
 
 
+def _check_target(y, name, what="y"):
+    """``check_survival_target`` plus a clear error for an empty target."""
+    event, time = check_survival_target(y, estimator=name, allow_all_censored=True)
+    if time.shape[0] == 0:
+        raise ValueError(f"{name}: {what} is empty; it needs at least one sample.")
+    return event, time
+
+
 @validate_params(
     {"y_true": ["array-like"], "y_pred": ["array-like"], "tied_tol": [Interval(Real, 0, None, closed="left")]},
     prefer_skip_nested_validation=True,
@@ -64,7 +72,7 @@ def concordance_index(y_true, y_pred, *, tied_tol=1e-8):
     >>> concordance_index(y, [2.0, 1.0, 1.5, 0.0])
     0.8
     """
-    event, time = check_survival_target(y_true, estimator="concordance_index", allow_all_censored=True)
+    event, time = _check_target(y_true, "concordance_index", "y_true")
     risk = check_array(as_numpy(y_pred), ensure_2d=False, dtype=np.float64, input_name="y_pred")
     if risk.ndim != 1:
         raise ValueError(f"concordance_index: y_pred must be 1-D risk scores; got shape {risk.shape}.")
@@ -119,7 +127,7 @@ def kaplan_meier(y, *, reverse=False):
     >>> survival
     array([0.75, 0.75, 0.  ])
     """
-    event, time = check_survival_target(y, estimator="kaplan_meier", allow_all_censored=True)
+    event, time = _check_target(y, "kaplan_meier")
     times, inverse = np.unique(time, return_inverse=True)
     n_events = np.bincount(inverse, weights=event, minlength=times.shape[0])
     n_total = np.bincount(inverse, minlength=times.shape[0]).astype(np.float64)
@@ -138,8 +146,7 @@ def _step_at(times, values, query, before=1.0):
 
 
 def _censoring_survival(y_train, query):
-    event, time = check_survival_target(y_train, estimator="brier_score (training target)",
-                                        allow_all_censored=True)
+    event, time = _check_target(y_train, "brier_score", "y_train")
     if event.all():
         return np.ones(np.shape(query))
     times, surv = kaplan_meier(y_train, reverse=True)
@@ -170,8 +177,8 @@ def brier_score(y_train, y_test, survival, times):
     y_test : array-like
         Test survival target.
     survival : array-like of shape (n_samples, n_times)
-        Predicted survival probabilities of the test samples at ``times``
-        (``predict_survival_function(X, times)``).
+        Predicted survival probabilities (in [0, 1]) of the test samples at
+        ``times`` (``predict_survival_function(X, times)``).
     times : array-like of shape (n_times,)
         Increasing evaluation times, within ``[min test time, max test time)``.
 
@@ -188,7 +195,7 @@ def brier_score(y_train, y_test, survival, times):
     >>> brier_score(y, y, np.full((4, 2), 0.5), [1.5, 2.5])
     array([0.25, 0.25])
     """
-    event, time = check_survival_target(y_test, estimator="brier_score (test target)", allow_all_censored=True)
+    event, time = _check_target(y_test, "brier_score", "y_test")
     times = check_array(as_numpy(times), ensure_2d=False, dtype=np.float64, input_name="times")
     if times.ndim != 1 or times.shape[0] == 0:
         raise ValueError(f"brier_score: times must be a non-empty 1-D array; got shape {times.shape}.")
@@ -201,6 +208,9 @@ def brier_score(y_train, y_test, survival, times):
     if survival.ndim == 1:
         survival = survival.reshape(-1, 1)
     check_consistent_length(time, survival)
+    if survival.size and (survival.min() < 0 or survival.max() > 1):
+        raise ValueError("brier_score: survival holds probabilities and must lie in [0, 1]; got values in "
+                         f"[{float(survival.min())!r}, {float(survival.max())!r}].")
     if survival.shape[1] != times.shape[0]:
         raise ValueError(f"brier_score: survival has {survival.shape[1]} columns but {times.shape[0]} times "
                          "were given.")
