@@ -4,7 +4,6 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-
 from sklearn.utils.validation import check_is_fitted
 
 from ..utils._sklearn_private import Interval, StrOptions

@@ -16,9 +16,9 @@ def _run_ls_ece(device="cpu", quick=False):
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.4, random_state=0)
     proba = GaussianNB().fit(Xtr, ytr).predict_proba(Xte)
     if device != "cpu":
-        from ..utils._torch import resolve_device
-
         import torch
+
+        from ..utils._torch import resolve_device
 
         proba = torch.as_tensor(proba, device=resolve_device(device))
     start = time.perf_counter()
