@@ -1,5 +1,6 @@
 """Static correlation clustering: the Agreement algorithm and Pivot (KwikCluster), and the cost."""
 
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -81,6 +82,23 @@ class _SignedGraphMixin:
         tags.input_tags.sparse = True
         tags.input_tags.pairwise = self.affinity == "precomputed"
         return tags
+
+
+def _warn_if_sparse_graph(est):
+    """The score's known trap: over graph settings it prefers sparse graphs cut into tiny clusters."""
+    n = est.labels_.size
+    if n < 8:
+        return
+    mean_degree = 2.0 * est.n_edges_ / n
+    if mean_degree < 4 and est.n_clusters_ > n / 4:
+        warnings.warn(
+            f"{type(est).__name__}.score: the fitted graph is sparse (mean '+' degree {mean_degree:.2g}) and cut "
+            f"into {est.n_clusters_} clusters for {n} vertices. score counts disagreements on this estimator's own "
+            "graph, so it compares clusterings of one graph only and favours sparser graphs: do not use it to "
+            "choose affinity, gamma, threshold or n_neighbors; compare labels_ with known labels on a subset "
+            "(adjusted_rand_score) instead.",
+            UserWarning, stacklevel=3,
+        )
 
 
 def _pivot_run(A, seed):
@@ -176,7 +194,12 @@ class CorrelationClustering(_SignedGraphMixin, ClusterMixin, BaseEstimator):
     so the defaults are ``beta=0.8, lam=0.4``, the best setting measured on
     planted partitions (p_in = 0.8). Tune them with :class:`~sklearn.model_selection.GridSearchCV`:
     ``score`` is minus the disagreements of held-out vertices against the
-    fitted clustering.
+    fitted clustering, on the estimator's own graph, so it compares
+    clusterings of one graph only (``beta``, ``lam``, ``method``). No
+    label-free score compares graph settings soundly: the graph defines the
+    objective. Tune ``gamma``, ``threshold`` or ``n_neighbors`` against a
+    labelled subset with :func:`~sklearn.metrics.adjusted_rand_score` on
+    ``labels_`` (user guide).
 
     The common neighbours of all '+' edges come from a sparse product
     ``(A @ A) ∘ A`` in row blocks, O(sum of squared degrees) time and bounded
@@ -287,9 +310,21 @@ class CorrelationClustering(_SignedGraphMixin, ClusterMixin, BaseEstimator):
         """Minus the disagreements between new points, clustered by ``predict``, and the fitted vertices.
 
         Counts the '+' pairs (new point, fitted vertex) split between clusters
-        and the '−' pairs put together; a new point labelled ``-1`` is alone.
-        Higher is better, so :class:`~sklearn.model_selection.GridSearchCV` can
-        tune ``beta``, ``lam`` and the affinity on held-out vertices.
+        and the '−' pairs put together, on the signed graph of this
+        estimator's own affinity settings; a new point labelled ``-1`` is
+        alone. Higher is better.
+
+        The count compares clusterings of **one graph only**: use it to tune
+        ``method``, ``beta``, ``lam`` or ``n_runs`` with
+        :class:`~sklearn.model_selection.GridSearchCV`, never ``affinity``,
+        ``gamma``, ``threshold`` or ``n_neighbors``. A sparser graph has fewer
+        '+' pairs to disagree with, so a search over graph settings drifts
+        towards all singletons. Tune the graph against labels instead: fit on
+        all the data and compare ``labels_`` on a labelled subset with
+        :func:`~sklearn.metrics.adjusted_rand_score` (see the user guide and
+        the gallery). A ``UserWarning`` says so when the fitted graph is
+        sparse (mean '+' degree below 4) and cut into clusters of fewer than
+        four vertices on average, the mark of that drift.
 
         Parameters
         ----------
@@ -305,6 +340,7 @@ class CorrelationClustering(_SignedGraphMixin, ClusterMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X = self._validate_X(X, reset=False)
+        _warn_if_sparse_graph(self)
         P = self._plus_rows(X)
         return -float(cross_disagreements(P, assign_to_clusters(P, self.labels_), self.labels_))
 
@@ -334,7 +370,8 @@ def correlation_cost(adjacency, labels, *, threshold=0.0):
         Square signed matrix (dense or sparse; missing sparse entries are '−').
         The diagonal is ignored.
     labels : array-like of shape (n_samples,)
-        Cluster labels; each ``-1`` counts as a singleton of its own.
+        Cluster labels; each ``-1`` counts as a singleton of its own. NaN,
+        infinite or None labels raise a ``ValueError``.
     threshold : float, default=0.0
         Entries above it are '+'.
 
@@ -363,6 +400,12 @@ def correlation_cost(adjacency, labels, *, threshold=0.0):
             f"correlation_cost: labels must have shape ({A.shape[0]},) to match the adjacency; "
             f"got {raw.shape}."
         )
+    if raw.dtype.kind == "f" and not np.all(np.isfinite(raw)):
+        bad = np.flatnonzero(~np.isfinite(raw))
+        raise ValueError(f"correlation_cost: labels must be finite; got {float(raw[bad[0]])!r} at position "
+                         f"{int(bad[0])} ({len(bad)} non-finite labels). Use -1 for a vertex left alone.")
+    if raw.dtype.kind == "O" and any(v is None or (isinstance(v, float) and not np.isfinite(v)) for v in raw):
+        raise ValueError("correlation_cost: labels must not hold None or NaN; use -1 for a vertex left alone.")
     codes = np.unique(raw, return_inverse=True)[1].ravel().astype(np.int64)
     if raw.dtype.kind in "iuf":
         codes[raw == -1] = -1

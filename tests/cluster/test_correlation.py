@@ -233,3 +233,54 @@ def test_agreement_is_close_to_clumppy_on_a_complete_signed_graph():
     peer_cost = correlation_cost(A, peer)
     assert peer_cost <= correlation_cost(A, truth) * 1.05  # the peer is a strong reference here
     assert ours.cost_ <= 1.1 * peer_cost
+
+
+def test_tuning_the_graph_on_a_labelled_subset_picks_the_planted_setting_not_singletons():
+    """The user guide's recipe: the graph is chosen against 60 labels, not by score (which drifts to singletons)."""
+    import warnings
+
+    from sklearn.datasets import make_blobs
+    from sklearn.model_selection import ParameterGrid
+
+    X, y = make_blobs(600, centers=6, cluster_std=0.6, random_state=0)
+    labelled = np.random.RandomState(0).choice(len(X), 60, replace=False)
+    grid = {"gamma": [0.125, 0.5, 2.0, 8.0], "threshold": [0.2, 0.5, 0.8]}
+    fits = [CorrelationClustering(**p).fit(X) for p in ParameterGrid(grid)]
+    chosen = max(fits, key=lambda cc: adjusted_rand_score(y[labelled], cc.labels_[labelled]))
+    # the choice recovers the planted groups on all 600 points, and is the best setting of the grid there
+    assert adjusted_rand_score(y, chosen.labels_) > 0.9
+    assert adjusted_rand_score(y, chosen.labels_) >= max(adjusted_rand_score(y, cc.labels_) for cc in fits) - 0.02
+    singletons = np.count_nonzero(np.bincount(chosen.labels_) == 1)
+    assert singletons < 0.05 * len(X)
+    # the trap the docs warn about: the search on score picks the sparsest graph, mostly singletons
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        search = GridSearchCV(CorrelationClustering(), grid, cv=KFold(3, shuffle=True, random_state=0)).fit(X)
+    trap = search.best_estimator_
+    assert trap.n_clusters_ > 200 and adjusted_rand_score(y, trap.labels_) < 0.2
+    assert any("compares clusterings of one graph only" in str(w.message) for w in caught)
+
+
+def test_score_warns_only_on_a_sparse_graph_cut_into_tiny_clusters():
+    import warnings
+
+    rng = np.random.RandomState(0)
+    X = np.r_[rng.randn(30, 2) * 0.1, rng.randn(30, 2) * 0.1 + 4.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        CorrelationClustering(gamma=2.0).fit(X).score(X[:5])
+        # all singletons on a dense graph (every vertex light) is a clustering of one graph: no warning
+        A, _ = make_planted_partition(100, 2, p_in=0.8, p_out=0.01, random_state=0)
+        CorrelationClustering(affinity="precomputed", beta=0.05).fit(A).score(A[:5])
+    with pytest.warns(UserWarning, match=r"mean '\+' degree 0\) and cut into 60 clusters for 60 vertices"):
+        CorrelationClustering(gamma=1e6).fit(X).score(X[:5])
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_correlation_cost_refuses_non_finite_labels(bad):
+    A = np.ones((3, 3))
+    with pytest.raises(ValueError, match="correlation_cost: labels must be finite; got (nan|inf) at position 1"):
+        correlation_cost(A, [0.0, bad, 1.0])
+    with pytest.raises(ValueError, match="labels must not hold None or NaN"):
+        correlation_cost(A, np.array(["a", None, "b"], dtype=object))
+    assert correlation_cost(A, [0.0, -1.0, 0.0]) == 2  # -1 is a documented singleton
