@@ -32,8 +32,8 @@ from _bench import Table, bench_args, emit  # noqa: E402
 from sklearn_icml.datasets import make_weight_shift_tasks  # noqa: E402
 from sklearn_icml.finetune import (  # noqa: E402
     DoRAClassifier,
-    DoRARegressor,
     DoRALinear,
+    DoRARegressor,
     LoRALinear,
     apply_adapters,
     magnitude_direction_shift,
@@ -143,13 +143,14 @@ def quality_tables(args):
             key = (seed, task)
             if key not in pretrained_cache:
                 pretrained_cache[key] = Est(method="full", hidden_layer_sizes=HIDDEN, activation="tanh",
-                                            max_epochs=PRE_EPOCHS, learning_rate=2e-3, device=DEVICE,
+                                            max_iter=PRE_EPOCHS, learning_rate=2e-3, device=DEVICE,
                                             random_state=seed).fit(Xs, ys)
             pre = pretrained_cache[key]
             table = quality[task]
             no_ft = score(yte, pre.predict(Xte))
-            common = dict(max_epochs=FT_EPOCHS, batch_size=BATCH, learning_rate=LR, device=DEVICE,
-                          random_state=seed)
+            # every fit runs FT_EPOCHS epochs (no stopping rule), like the peer's loop
+            common = dict(max_iter=FT_EPOCHS, n_iter_no_change=FT_EPOCHS, batch_size=BATCH, learning_rate=LR,
+                          device=DEVICE, random_state=seed)
             rank_free = {}
             for method in ("full", "head"):
                 start = time.perf_counter()
@@ -253,9 +254,9 @@ def speed_table(args):
         g = np.random.default_rng(seed)
         Xb = g.standard_normal((512, 512))
         yb = g.standard_normal(512)
-        base = DoRARegressor(method="full", hidden_layer_sizes=(512, 512), max_epochs=1, device=DEVICE,
+        base = DoRARegressor(method="full", hidden_layer_sizes=(512, 512), max_iter=1, device=DEVICE,
                              random_state=seed).fit(Xb, yb).module_
-        tuned = DoRARegressor(base, r=8, max_epochs=1, device=DEVICE, random_state=seed).fit(Xb, yb)
+        tuned = DoRARegressor(base, r=8, max_iter=1, device=DEVICE, random_state=seed).fit(Xb, yb)
         unmerged = copy.deepcopy(base)
         apply_adapters(unmerged, "dora", r=8, random_state=seed)
         modules = {"merged DoRA": tuned.module_, "unmerged DoRA (ours)": unmerged}
@@ -358,7 +359,7 @@ def magnitude_direction_analysis(args):
         Xs, ys, Xt, yt, _, _ = make_weight_shift_tasks(n_source=N_SOURCE, n_target=N_TARGET, n_test=10,
                                                        magnitude_shift=0.6, direction_shift=0.1, random_state=seed)
         pre = DoRARegressor(method="full", hidden_layer_sizes=DEPTH_HIDDEN, activation="tanh",
-                            max_epochs=PRE_EPOCHS, learning_rate=2e-3, random_state=seed).fit(Xs, ys).module_
+                            max_iter=PRE_EPOCHS, learning_rate=2e-3, random_state=seed).fit(Xs, ys).module_
         for method in ("full", "lora", "dora"):
             dmdd.setdefault(method, []).append(
                 trajectory(pre, Xt, yt, method, r=2, seed=seed, n_checkpoints=4,
@@ -397,7 +398,7 @@ def plot_magnitude_direction(dmdd):
         pts = np.array(dmdd[method][0])
         sc = ax.scatter(pts[:, 2], pts[:, 3], c=pts[:, 0], cmap="viridis", vmin=1, vmax=pts[:, 0].max(), s=40,
                         edgecolors="k", linewidths=0.3)
-        for ck, li, x_, y_ in pts[:, :4]:
+        for _ck, li, x_, y_ in pts[:, :4]:
             ax.annotate(str(int(li) + 1), (x_, y_), fontsize=7, xytext=(3, 2), textcoords="offset points")
         ax.set_title(NAMES[method])
         ax.set_xlabel(r"$\Delta D$ (mean of $1 - \cos$ over units)")

@@ -48,15 +48,15 @@ def _tiny_malibo(n_candidates=64):
     from sklearn_icml.optimize import MetaBayesianOptimizer, MetaLFBOClassifier
 
     return MetaBayesianOptimizer(n_candidates=n_candidates, classifier=MetaLFBOClassifier(
-        n_features=4, n_hidden=8, n_layers=2, max_epochs=3, random_state=0))
+        n_features=4, n_hidden=8, n_layers=2, max_iter=3, random_state=0))
 
 
 INIT_PARAMS = {
     "ReferenceTorchClassifier": dict(max_iter=50),
     "AttributionCombiner": dict(methods=("saliency", ("integrated_gradients", {"n_steps": 4}), "feature_ablation"),
                                 criterion="both", n_robustness_samples=3, n_faithfulness_samples=8),
-    "DoRAClassifier": dict(r=2, hidden_layer_sizes=(8,), max_epochs=10, learning_rate=2e-2, batch_size=32),
-    "DoRARegressor": dict(r=2, hidden_layer_sizes=(8,), max_epochs=10, learning_rate=2e-2, batch_size=32),
+    "DoRAClassifier": dict(r=2, hidden_layer_sizes=(8,), max_iter=10, learning_rate=2e-2, batch_size=32),
+    "DoRARegressor": dict(r=2, hidden_layer_sizes=(8,), max_iter=10, learning_rate=2e-2, batch_size=32),
     # the checks' data (random floats or rounded ints as competitor ids) gives comparison graphs where the
     # unpenalized Bradley-Terry MLE does not exist, which the default alpha=0 rightly refuses with a ValueError
     "BradleyTerryRanker": dict(alpha=1.0),
@@ -72,11 +72,16 @@ INIT_PARAMS = {
     "DEXP3": dict(n_items=8, horizon=100),
     "UniformDueling": dict(n_items=8),
     # meta-learned BO (S13): tiny networks, few epochs, few candidates; a 3-point grid with 2-fold CV
-    "MetaLFBOClassifier": dict(n_features=8, n_hidden=8, n_layers=3, max_epochs=3),
+    "MetaLFBOClassifier": dict(n_features=8, n_hidden=8, n_layers=3, max_iter=3),
     "MetaBayesianOptimizer": dict(n_candidates=64, classifier=_tiny_malibo().classifier),
     "LikelihoodFreeOptimizer": dict(n_candidates=64),
     "MetaBayesSearchCV": dict(estimator=LogisticRegression(), search_spaces={"C": [0.1, 1.0, 10.0]}, n_iter=2, cv=2,
                               error_score="raise", optimizer=_tiny_malibo(16)),
+    # stage schedulers (S14): few candidates and epochs; a short solver limit
+    "GumbelScheduler": dict(batch_size=4, max_iter=5),
+    "CPSATScheduler": dict(time_limit=2.0),
+    # in-context language models (S6): a one-block Transformer, one epoch, sequences of up to 512 tokens
+    "NGramTransformerLM": dict(d_model=8, n_layers=1, max_len=512, max_iter=1),
 }
 
 EXPECTED_FAILED = {
@@ -109,6 +114,50 @@ for _agent in ("BordaETC", "BordaEXP3", "DEXP3", "ETCBorda", "UniformDueling"):
         for check in _DUEL_DATA_CHECKS
     }
 
+# Stage schedulers (S14): X is a StageSchedulingProblem (a DAG with node memory), not a feature matrix, so every
+# check that fits on an array is rejected with a TypeError naming the contract. The API checks (clone, get/set_params,
+# repr, init, tags) and check_param_validation pass; fitting, pickling, idempotence, determinism and no mutation of
+# the problem are tested in tests/optimize/test_scheduling*.py and by this harness's own tests (FIT_DATA below).
+_SCHEDULING_DATA_CHECKS = (
+    "check_fit_score_takes_y", "check_estimators_overwrite_params", "check_dont_overwrite_parameters",
+    "check_estimators_fit_returns_self", "check_readonly_memmap_input", "check_n_features_in_after_fitting",
+    "check_positive_only_tag_during_fit", "check_estimators_dtypes", "check_complex_data", "check_dtype_object",
+    "check_estimators_empty_data_messages", "check_pipeline_consistency", "check_estimators_nan_inf",
+    "check_estimator_sparse_tag", "check_estimator_sparse_array", "check_estimator_sparse_matrix",
+    "check_estimators_pickle", "check_f_contiguous_array_estimator", "check_methods_sample_order_invariance",
+    "check_methods_subset_invariance", "check_fit2d_1sample", "check_fit2d_1feature", "check_dict_unchanged",
+    "check_fit_idempotent", "check_fit_check_is_fitted", "check_n_features_in", "check_fit1d",
+    "check_fit2d_predict1d", "check_dataframe_column_names_consistency", "check_array_api_input",
+)
+for _scheduler in ("CPSATScheduler", "GreedyStageScheduler", "GumbelScheduler"):
+    EXPECTED_FAILED[_scheduler] = {
+        check: "stage scheduler: X must be a StageSchedulingProblem (a DAG with node memory), not the check's "
+               "feature matrix, which is rejected with a TypeError (real problems are tested in "
+               "tests/optimize/test_scheduling*.py)"
+        for check in _SCHEDULING_DATA_CHECKS
+    }
+
+# In-context language models (S6): X holds token sequences (2-D integer ids padded with -1), so the checks that feed
+# real-valued matrices get a ValueError naming a non-integer value. The API checks (clone, get/set_params, repr,
+# init, tags), check_param_validation and the empty, complex and sparse input messages pass; fitting, predicting,
+# pickling, determinism and no input mutation on real sequences are tested in tests/language/ and by this harness's
+# own tests (FIT_DATA below).
+_SEQUENCE_DATA_CHECKS = (
+    "check_fit_score_takes_y", "check_estimators_overwrite_params", "check_dont_overwrite_parameters",
+    "check_estimators_fit_returns_self", "check_readonly_memmap_input", "check_n_features_in_after_fitting",
+    "check_positive_only_tag_during_fit", "check_estimators_dtypes", "check_dtype_object",
+    "check_pipeline_consistency", "check_estimators_nan_inf", "check_estimators_pickle",
+    "check_f_contiguous_array_estimator", "check_methods_sample_order_invariance",
+    "check_methods_subset_invariance", "check_fit2d_1sample", "check_fit2d_1feature", "check_dict_unchanged",
+    "check_fit_idempotent", "check_fit_check_is_fitted", "check_n_features_in", "check_fit2d_predict1d",
+)
+for _lm in ("InContextNGram", "NGramTransformerLM"):
+    EXPECTED_FAILED[_lm] = {
+        check: "next-token model: X must hold integer token sequences padded with -1, not the check's random "
+               "floats (real sequences are tested in tests/language/)"
+        for check in _SEQUENCE_DATA_CHECKS
+    }
+
 FIT_DATA = {
     # S13: a binary classifier; optimisers fit on earlier observations (X, objective values y)
     "MetaLFBOClassifier": lambda rs: make_classification(n_samples=60, n_features=4, random_state=rs),
@@ -131,7 +180,26 @@ FIT_DATA = {
     "DEXP3": lambda rs: _duels(rs),
     "ETCBorda": lambda rs: _duels(rs),
     "UniformDueling": lambda rs: _duels(rs),
+    # token sequences of 12 regular languages (48 tokens each); y unused
+    "InContextNGram": lambda rs: _languages(rs),
+    "NGramTransformerLM": lambda rs: _languages(rs),
+    # a 40-node DAG with node memory, 4 stages; y unused
+    "CPSATScheduler": lambda rs: (_scheduling_dag(rs), None),
+    "GreedyStageScheduler": lambda rs: (_scheduling_dag(rs), None),
+    "GumbelScheduler": lambda rs: (_scheduling_dag(rs), None),
 }
+
+
+def _scheduling_dag(random_state):
+    from sklearn_icml.datasets import make_scheduling_dag
+
+    return make_scheduling_dag(40, depth=4, random_state=random_state)
+
+
+def _languages(random_state):
+    from sklearn_icml.datasets import make_regular_languages
+
+    return make_regular_languages(12, max_len=48, random_state=random_state).sequences, None
 
 
 def _glm_duels(random_state):

@@ -35,7 +35,7 @@ torch.set_num_threads(1)
 torch.manual_seed(0)  # our network's initial weights (the estimators never touch the global seed)
 net = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 32), torch.nn.Tanh(),
                           torch.nn.Linear(32, 3))
-pretrained = DoRAClassifier(net, method="full", max_epochs=15, learning_rate=3e-3, random_state=0).fit(Xs, ys)
+pretrained = DoRAClassifier(net, method="full", max_iter=15, learning_rate=3e-3, random_state=0).fit(Xs, ys)
 print(f"source accuracy {pretrained.score(Xs, ys):.3f}; "
       f"target accuracy before fine-tuning {pretrained.score(Xte, yte):.3f}")
 
@@ -43,7 +43,7 @@ print(f"source accuracy {pretrained.score(Xs, ys):.3f}; "
 # One grid search over the method and the rank
 # --------------------------------------------
 grid = [{"method": ["dora", "lora"], "r": [1, 4]}, {"method": ["full", "head"]}]
-search = GridSearchCV(DoRAClassifier(pretrained.module_, max_epochs=20, random_state=0), grid, cv=3,
+search = GridSearchCV(DoRAClassifier(pretrained.module_, max_iter=20, random_state=0), grid, cv=3,
                       scoring="accuracy").fit(Xt, yt)
 print("best:", search.best_params_, f"CV accuracy {search.best_score_:.3f}")
 print(f"test accuracy of the refitted best model: {search.score(Xte, yte):.3f}")
@@ -52,7 +52,7 @@ print(f"test accuracy of the refitted best model: {search.score(Xte, yte):.3f}")
 # The cross-validated accuracy of every candidate, with the number of parameters it trains:
 res = search.cv_results_
 labels = [p["method"] + (f", r={p['r']}" if "r" in p else "") for p in res["params"]]
-n_trainable = [DoRAClassifier(pretrained.module_, max_epochs=1, **p).fit(Xt, yt).n_trainable_params_
+n_trainable = [DoRAClassifier(pretrained.module_, max_iter=1, **p).fit(Xt, yt).n_trainable_params_
                for p in res["params"]]
 order = np.argsort(res["mean_test_score"])
 fig, ax = plt.subplots(figsize=(7, 3.8))

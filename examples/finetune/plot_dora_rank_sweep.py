@@ -35,7 +35,7 @@ torch.set_num_threads(1)
 
 Xs, ys, Xt, yt, Xte, yte = make_weight_shift_tasks(
     n_source=1500, n_target=300, n_test=1000, magnitude_shift=0.6, direction_shift=0.1, random_state=0)
-pretrained = DoRARegressor(method="full", hidden_layer_sizes=(32, 32), activation="tanh", max_epochs=25,
+pretrained = DoRARegressor(method="full", hidden_layer_sizes=(32, 32), activation="tanh", max_iter=25,
                            learning_rate=2e-3, random_state=0).fit(Xs, ys)
 print(f"source R^2 {pretrained.score(Xs, ys):.3f}, target R^2 before fine-tuning {pretrained.score(Xte, yte):.3f}")
 
@@ -43,7 +43,7 @@ print(f"source R^2 {pretrained.score(Xs, ys):.3f}, target R^2 before fine-tuning
 # Fine-tuning at ranks 1 to 8
 # ---------------------------
 ranks = [1, 2, 4, 8]
-common = dict(max_epochs=40, batch_size=32, learning_rate=1e-3, random_state=0)
+common = dict(max_iter=40, batch_size=32, learning_rate=1e-3, random_state=0)
 fitted = {}
 for method in ("dora", "lora"):
     for r in ranks:

@@ -1,13 +1,14 @@
 """DoRAClassifier and DoRARegressor: fine-tune a pre-trained torch network with DoRA, LoRA, fully or head-only.
 
 The estimators deep-copy the caller's network (or build a small MLP), put
-adapters in place (:func:`apply_adapters`), train with a plain torch loop
-(AdamW, mini-batches), merge the adapters back (:func:`merge_adapters`) and
-keep the merged network as a CPU module in ``module_``.
+adapters in place (:func:`apply_adapters`), train through the library's
+training layer (:func:`sklearn_icml.utils._training.fit_module`: AdamW,
+seeded mini-batches, scikit-learn's MLP stopping rules), merge the adapters
+back (:func:`merge_adapters`) and keep the merged network as a CPU module in
+``module_``.
 """
 
 import copy
-import time
 from numbers import Integral, Real
 
 import numpy as np
@@ -26,6 +27,7 @@ from ..utils._torch import (
     to_tensor,
     torch_generator,
     torch_seed,
+    torch_threads,
 )
 
 __all__ = ["DoRAClassifier", "DoRARegressor"]
@@ -40,7 +42,7 @@ class _DoRAEstimator(BaseEstimator):
         "module": [HasMethods(["forward", "named_modules", "parameters"]), None],
         "method": [StrOptions({"dora", "lora", "full", "head"})],
         "r": [Interval(Integral, 1, None, closed="left")],
-        "lora_alpha": [Interval(Real, 0, None, closed="neither"), None],
+        "lora_alpha": [Interval(Real, 0, np.inf, closed="neither"), None],
         "dropout": [Interval(Real, 0, 1, closed="left")],
         "use_rslora": ["boolean"],
         "norm": [StrOptions({"dense", "factored"})],
@@ -48,10 +50,15 @@ class _DoRAEstimator(BaseEstimator):
         "train_head": ["boolean"],
         "hidden_layer_sizes": ["array-like"],
         "activation": [StrOptions({"relu", "tanh", "gelu"})],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        # torch trains in float32: a step size beyond its range overflows inside the optimizer
+        "learning_rate": [Interval(Real, 0, float(np.finfo(np.float32).max), closed="neither")],
         "weight_decay": [Interval(Real, 0, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "max_epochs": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
         "device": DEVICE_CONSTRAINT,
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -59,7 +66,8 @@ class _DoRAEstimator(BaseEstimator):
 
     def __init__(self, module=None, *, method="dora", r=8, lora_alpha=None, dropout=0.0, use_rslora=False,
                  norm="dense", target_modules=None, train_head=True, hidden_layer_sizes=(64, 64),
-                 activation="relu", learning_rate=1e-3, weight_decay=0.0, batch_size=64, max_epochs=100,
+                 activation="relu", learning_rate=1e-3, weight_decay=0.0, batch_size=64, max_iter=100,
+                 early_stopping=False, validation_fraction=0.1, n_iter_no_change=10, tol=1e-4,
                  device="cpu", random_state=None, verbose=0):
         self.module = module
         self.method = method
@@ -75,7 +83,11 @@ class _DoRAEstimator(BaseEstimator):
         self.learning_rate = learning_rate
         self.weight_decay = weight_decay
         self.batch_size = batch_size
-        self.max_epochs = max_epochs
+        self.max_iter = max_iter
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -93,7 +105,7 @@ class _DoRAEstimator(BaseEstimator):
             x_mean = X.mean(axis=0)
             x_scale = X.std(axis=0)
             x_scale[x_scale == 0] = 1.0
-            from ._mlp import StandardizedMLP
+            from ..utils._mlp import StandardizedMLP
 
             return StandardizedMLP(X.shape[1], self._hidden_sizes(), n_out, activation=self.activation,
                                    x_mean=x_mean, x_scale=x_scale, y_mean=y_mean, y_scale=y_scale,
@@ -145,10 +157,11 @@ class _DoRAEstimator(BaseEstimator):
         raise ValueError(f"{name}: the module has no floating-point parameter to train.")
 
     # -- fit ------------------------------------------------------------------------------------
-    def _fit_network(self, X, Y, n_out, y_mean, y_scale, loss_fn):
+    def _fit_network(self, X, Y, n_out, y_mean, y_scale, loss_fn, device):
         """Build, adapt, train and merge; sets the fitted attributes common to both estimators."""
         import torch
 
+        from ..utils._training import fit_module
         from ._adapters import _AdapterLinear, merge_adapters
 
         name = type(self).__name__
@@ -157,53 +170,30 @@ class _DoRAEstimator(BaseEstimator):
         adapter_seed = torch_seed(rng)
         shuffle_gen = torch_generator(rng)
         dropout_seed = torch_seed(rng)
-        device = resolve_device(self.device)
 
         module = self._network(X, n_out, y_mean, y_scale, init_gen)
         flags = {n: p.requires_grad for n, p in module.named_parameters()}
         adapted, _ = self._prepare(module, adapter_seed)
         module.to(device)
         dtype = self._param_dtype(module, name)
-        Xt = to_tensor(X, device, dtype)
-        Yt = to_tensor(Y, device, dtype if Y.dtype.kind == "f" else None)
-        self._check_output(module, Xt[:2], n_out)
+        self._check_output(module, to_tensor(X[:2], device, dtype), n_out)
 
         params = [p for p in module.parameters() if p.requires_grad]
         if not params:
             raise ValueError(f"{name}: nothing to train: every parameter of the module is frozen.")
         n_trainable = sum(p.numel() for p in params)
-        optimizer = torch.optim.AdamW(params, lr=self.learning_rate, weight_decay=self.weight_decay)
         adapters = [m for m in module.modules() if isinstance(m, _AdapterLinear)]
         if self.dropout > 0 and adapters:
             dropout_gen = torch.Generator(device=device).manual_seed(dropout_seed)
             for m in adapters:
                 m.dropout_generator = dropout_gen
-
-        n = X.shape[0]
-        batch = min(self.batch_size, n)
-        history = []
         try:
-            for epoch in range(1, self.max_epochs + 1):
-                start = time.perf_counter()
-                module.train()
-                order = torch.randperm(n, generator=shuffle_gen).to(device)
-                total = torch.zeros((), dtype=torch.float64, device=device)
-                for lo in range(0, n, batch):
-                    idx = order[lo:lo + batch]
-                    loss = loss_fn(module(Xt[idx]), Yt[idx])
-                    optimizer.zero_grad(set_to_none=True)
-                    loss.backward()
-                    optimizer.step()
-                    total += loss.detach().to(torch.float64) * len(idx)
-                epoch_loss = float(total.item()) / n
-                history.append({"epoch": epoch, "train_loss": epoch_loss,
-                                "dur": time.perf_counter() - start})
-                if not np.isfinite(epoch_loss):
-                    raise ValueError(f"{name}: the training loss became {epoch_loss} at epoch {epoch}; "
-                                     f"lower learning_rate (now {self.learning_rate!r}) or check the data.")
-                if self.verbose:
-                    print(f"[{name}] epoch {epoch:4d}/{self.max_epochs} loss {epoch_loss:.6f} "
-                          f"({history[-1]['dur']:.3f} s, {self.method}, {device})", flush=True)
+            result = fit_module(
+                module, X, Y, loss=loss_fn, max_iter=self.max_iter, batch_size=self.batch_size,
+                learning_rate=self.learning_rate, optimizer="adamw", weight_decay=self.weight_decay,
+                early_stopping=self.early_stopping, validation_fraction=self.validation_fraction,
+                n_iter_no_change=self.n_iter_no_change, tol=self.tol, device=device, random_state=shuffle_gen,
+                verbose=self.verbose, name=name)
         finally:
             for m in adapters:
                 m.dropout_generator = None
@@ -215,8 +205,11 @@ class _DoRAEstimator(BaseEstimator):
         self.module_ = module.to("cpu")
         self.adapted_modules_ = list(adapted)
         self.n_trainable_params_ = int(n_trainable)
-        self.history_ = history
-        self.n_iter_ = len(history)
+        self.loss_curve_ = list(result.loss_curve)
+        self.validation_scores_ = None if result.validation_scores is None else list(result.validation_scores)
+        self.best_loss_ = result.best_loss
+        self.best_validation_score_ = result.best_validation_score
+        self.n_iter_ = result.n_iter
 
     def _check_output(self, module, x, n_out):
         import torch
@@ -254,7 +247,7 @@ class _DoRAEstimator(BaseEstimator):
             module = copy.deepcopy(module).to(device)
         dtype = self._param_dtype(module, type(self).__name__)
         outs = []
-        with torch.no_grad():
+        with torch_threads(), torch.no_grad():
             for lo in range(0, X.shape[0], _PREDICT_CHUNK):
                 outs.append(to_numpy(module(to_tensor(X[lo:lo + _PREDICT_CHUNK], device, dtype)), np.float64))
         out = np.concatenate(outs, axis=0)
@@ -304,17 +297,32 @@ _COMMON_PARAMETERS = """
         AdamW decoupled weight decay.
     batch_size : int, default=64
         Mini-batch size (capped at the number of samples).
-    max_epochs : int, default=100
-        Passes over the training data.
+    max_iter : int, default=100
+        Maximum number of epochs (passes over the training data). Named
+        ``max_epochs`` in earlier development versions.
+    early_stopping : bool, default=False
+        Hold out ``validation_fraction`` of the training rows and stop when
+        the validation loss has not improved by ``tol`` for more than
+        ``n_iter_no_change`` epochs; the network of the best validation loss
+        is kept. Otherwise training stops on the training loss by the same
+        rule (scikit-learn's MLP meaning).
+    validation_fraction : float, default=0.1
+        Share of the training rows held out when ``early_stopping``.
+    n_iter_no_change : int, default=10
+        Epochs without an improvement of at least ``tol`` tolerated; set it to
+        ``max_iter`` to always run ``max_iter`` epochs.
+    tol : float, default=1e-4
+        Minimal decrease of the monitored loss counted as an improvement.
     device : {{"cpu", "auto", "cuda"}}, default="cpu"
         Where training runs (``"auto"``: CUDA when available). Prediction
         uses CUDA too when asked for and available, else the CPU.
     random_state : int, RandomState instance or None, default=None
         Seeds the default MLP's initial weights, the adapters' ``A``, the
-        mini-batch order and the dropout masks (local generators; torch's
+        mini-batch order, the validation split and the dropout masks (local generators; torch's
         global generator is left alone).
     verbose : int, default=0
-        Print the loss after every epoch when positive."""
+        Print a per-epoch log (training and validation loss, seconds) when
+        positive."""
 
 _COMMON_ATTRIBUTES = """
     module_ : torch.nn.Module
@@ -326,11 +334,21 @@ _COMMON_ATTRIBUTES = """
     n_trainable_params_ : int
         Number of parameters trained (adapters plus head, everything for
         ``"full"``).
-    history_ : list of dict
-        One entry per epoch: ``epoch``, ``train_loss`` (mean over samples),
-        ``dur`` (seconds).
+    loss_curve_ : list of float
+        Mean training loss (over samples) of each epoch (``history_`` in
+        earlier development versions).
+    validation_scores_ : list of float or None
+        Validation loss of each epoch when ``early_stopping`` (lower is
+        better, unlike scikit-learn's MLP, whose scores are accuracy or R²),
+        else None.
+    best_loss_ : float or None
+        Smallest training loss (None when ``early_stopping``).
+    best_validation_score_ : float or None
+        Smallest validation loss (when ``early_stopping``).
     n_iter_ : int
         Number of epochs run.
+    device_ : str
+        Where training ran (``"cpu"`` or ``"cuda"``), ``device`` resolved.
     n_features_in_ : int
         Number of features seen in fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -345,8 +363,10 @@ _COMMON_NOTES = """
     in backpropagation (Section 4.3 of the paper). Bias terms of adapted
     layers stay frozen; the head keeps its bias trainable when trained.
     After training the adapters are merged, so prediction costs what the
-    base network costs. Training uses AdamW with a constant step, shuffled
-    mini-batches and no early stopping; ``lora_alpha = 2 r`` by default follows the
+    base network costs. Training uses AdamW with a constant step and shuffled
+    mini-batches through the library's training layer, which stops by
+    scikit-learn's MLP rules (on the training loss, or on a held-out
+    validation loss with ``early_stopping=True``); ``lora_alpha = 2 r`` by default follows the
     paper's ``r = 32, alpha = 64`` pairing (named ``lora_alpha`` here because
     scikit-learn reads ``alpha`` as a penalty). The paper tunes LLaMA, VL-BART and
     LLaVA; here any torch network of ``nn.Linear`` layers works, and the
@@ -398,7 +418,7 @@ class DoRAClassifier(ClassifierMixin, _DoRAEstimator):
     >>> from sklearn.datasets import make_classification
     >>> from sklearn_icml.finetune import DoRAClassifier
     >>> X, y = make_classification(n_samples=80, n_features=4, random_state=0)
-    >>> clf = DoRAClassifier(r=2, hidden_layer_sizes=(16,), max_epochs=20, random_state=0).fit(X, y)
+    >>> clf = DoRAClassifier(r=2, hidden_layer_sizes=(16,), max_iter=20, random_state=0).fit(X, y)
     >>> clf.predict(X[:3]).shape
     (3,)
     >>> clf.module_.body[0]
@@ -423,6 +443,8 @@ class DoRAClassifier(ClassifierMixin, _DoRAEstimator):
         """
         import torch
 
+        device = resolve_device(self.device)
+        self.device_ = device.type
         X, y = validate_data(self, as_numpy(X), as_numpy(y), dtype=[np.float64, np.float32])
         check_classification_targets(y)
         self.classes_, y_idx = np.unique(y, return_inverse=True)
@@ -437,7 +459,8 @@ class DoRAClassifier(ClassifierMixin, _DoRAEstimator):
                     out.reshape(-1), target.to(out.dtype))
             return torch.nn.functional.cross_entropy(out, target)
 
-        self._fit_network(X, y_idx.astype(np.int64), n_classes, None, None, loss_fn)
+        with torch_threads():
+            self._fit_network(X, y_idx.astype(np.int64), n_classes, None, None, loss_fn, device)
         return self
 
     def _allowed_widths(self, n_out):
@@ -544,7 +567,7 @@ class DoRARegressor(RegressorMixin, _DoRAEstimator):
     >>> from sklearn.datasets import make_regression
     >>> from sklearn_icml.finetune import DoRARegressor
     >>> X, y = make_regression(n_samples=80, n_features=4, random_state=0)
-    >>> reg = DoRARegressor(method="lora", r=2, hidden_layer_sizes=(16,), max_epochs=20,
+    >>> reg = DoRARegressor(method="lora", r=2, hidden_layer_sizes=(16,), max_iter=20,
     ...                     random_state=0).fit(X, y)
     >>> reg.predict(X[:3]).shape
     (3,)
@@ -570,6 +593,8 @@ class DoRARegressor(RegressorMixin, _DoRAEstimator):
         """
         import torch
 
+        device = resolve_device(self.device)
+        self.device_ = device.type
         X, y = validate_data(self, as_numpy(X), as_numpy(y), dtype=[np.float64, np.float32], multi_output=True,
                              y_numeric=True)
         Y = np.asarray(y, dtype=np.float64)
@@ -585,7 +610,8 @@ class DoRARegressor(RegressorMixin, _DoRAEstimator):
                 cache["w"] = torch.as_tensor(inv_scale, dtype=out.dtype, device=out.device)
             return (((out.reshape(target.shape) - target) * cache["w"]) ** 2).mean()
 
-        self._fit_network(X, Y, self.n_outputs_, y_mean, y_scale, loss_fn)
+        with torch_threads():
+            self._fit_network(X, Y, self.n_outputs_, y_mean, y_scale, loss_fn, device)
         return self
 
     def predict(self, X):

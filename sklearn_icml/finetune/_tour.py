@@ -12,9 +12,9 @@ def _run_dora(device="cpu", quick=False):
         magnitude_shift=0.6, direction_shift=0.1, random_state=0)
     hidden = (32, 32) if quick else (64, 64)
     pretrained = DoRARegressor(method="full", hidden_layer_sizes=hidden, activation="tanh",
-                               max_epochs=25 if quick else 60, batch_size=64 if quick else 256,
+                               max_iter=25 if quick else 60, batch_size=64 if quick else 256,
                                learning_rate=2e-3 if quick else 5e-3, device=device, random_state=0).fit(Xs, ys)
-    common = dict(r=1, max_epochs=40 if quick else 100, batch_size=32, device=device, random_state=0)
+    common = dict(r=1, max_iter=40 if quick else 100, batch_size=32, device=device, random_state=0)
     dora, seconds = fit_timed(DoRARegressor(pretrained.module_, method="dora", **common), Xt, yt)
     lora = DoRARegressor(pretrained.module_, method="lora", **common).fit(Xt, yt)
     return TourResult(metric="R^2 after fine-tuning (r=1)", score=dora.score(Xte, yte),

@@ -19,7 +19,7 @@ from sklearn_icml.finetune import DoRAClassifier, DoRALinear, DoRARegressor, LoR
 from sklearn_icml.utils._sklearn_private import InvalidParameterError  # noqa: E402
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
-FAST = dict(hidden_layer_sizes=(16,), max_epochs=15, learning_rate=1e-2, batch_size=32, random_state=0)
+FAST = dict(hidden_layer_sizes=(16,), max_iter=15, learning_rate=1e-2, batch_size=32, random_state=0)
 
 
 def _pretrained(n_in=5, n_out=1, seed=0):
@@ -44,7 +44,7 @@ def shifted():
 @pytest.fixture(scope="module")
 def pretrained(shifted):
     Xs, ys, *_ = shifted
-    return DoRARegressor(method="full", hidden_layer_sizes=(32, 32), activation="tanh", max_epochs=25,
+    return DoRARegressor(method="full", hidden_layer_sizes=(32, 32), activation="tanh", max_iter=25,
                          learning_rate=3e-3, random_state=0).fit(Xs, ys)
 
 
@@ -57,7 +57,7 @@ def test_module_is_copied_merged_and_keeps_the_base_structure(method):
     base = _pretrained()
     before = copy.deepcopy(base.state_dict())
     flags = [p.requires_grad for p in base.parameters()]
-    est = DoRARegressor(base, method=method, r=2, max_epochs=3, random_state=0).fit(X, y)
+    est = DoRARegressor(base, method=method, r=2, max_iter=3, random_state=0).fit(X, y)
     # the caller's module is untouched
     assert all(torch.equal(before[k], v) for k, v in base.state_dict().items())
     assert [p.requires_grad for p in base.parameters()] == flags
@@ -83,11 +83,11 @@ def test_n_trainable_params_per_method():
     X, y = make_regression(n_samples=40, n_features=5, random_state=0)
     base = _pretrained()
     head = 24 + 1
-    counts = {m: DoRARegressor(base, method=m, r=3, max_epochs=1).fit(X, y).n_trainable_params_
+    counts = {m: DoRARegressor(base, method=m, r=3, max_iter=1).fit(X, y).n_trainable_params_
               for m in ("dora", "lora", "full", "head")}
     lora = 3 * (5 + 24) + 3 * (24 + 24)
     assert counts == {"lora": lora + head, "dora": lora + 24 + 24 + head, "full": _n_params(base), "head": head}
-    no_head = DoRARegressor(base, r=3, train_head=False, max_epochs=1).fit(X, y)
+    no_head = DoRARegressor(base, r=3, train_head=False, max_iter=1).fit(X, y)
     assert no_head.n_trainable_params_ == lora + 48
     assert no_head.adapted_modules_ == ["0", "2"]
 
@@ -96,7 +96,7 @@ def test_training_starts_exactly_at_the_pretrained_network():
     """Identity at initialisation, end to end: with a vanishing step the merged network is the base."""
     X, y = make_regression(n_samples=50, n_features=5, random_state=1)
     base = _pretrained()
-    est = DoRARegressor(base, learning_rate=1e-30, r=2, max_epochs=2, random_state=0).fit(X, y)
+    est = DoRARegressor(base, learning_rate=1e-30, r=2, max_iter=2, random_state=0).fit(X, y)
     with torch.no_grad():
         expected = base(torch.as_tensor(X, dtype=torch.float32)).numpy()[:, 0]
     np.testing.assert_allclose(est.predict(X), expected, rtol=1e-6, atol=1e-6)
@@ -104,17 +104,17 @@ def test_training_starts_exactly_at_the_pretrained_network():
 
 def test_target_modules_and_head_options():
     X, y = make_regression(n_samples=40, n_features=5, random_state=0)
-    est = DoRARegressor(_pretrained(), target_modules=["2", "4"], train_head=True, r=1, max_epochs=1).fit(X, y)
+    est = DoRARegressor(_pretrained(), target_modules=["2", "4"], train_head=True, r=1, max_iter=1).fit(X, y)
     assert est.adapted_modules_ == ["2", "4"]
     assert est.n_trainable_params_ == (24 + 24 + 24) + (24 + 1 + 1)
     with pytest.raises(ValueError, match="DoRARegressor: apply_adapters: no nn.Linear named 'fc'"):
-        DoRARegressor(_pretrained(), target_modules=["fc"], max_epochs=1).fit(X, y)
+        DoRARegressor(_pretrained(), target_modules=["fc"], max_iter=1).fit(X, y)
 
 
 def test_dora_beats_no_fine_tuning_and_keeps_up_with_lora_on_a_magnitude_shift(shifted, pretrained):
     _, _, Xt, yt, Xte, yte = shifted
     no_ft = pretrained.score(Xte, yte)
-    scores = {m: DoRARegressor(pretrained.module_, method=m, r=1, max_epochs=40, random_state=0)
+    scores = {m: DoRARegressor(pretrained.module_, method=m, r=1, max_iter=40, random_state=0)
               .fit(Xt, yt).score(Xte, yte) for m in ("dora", "lora")}
     assert scores["dora"] >= no_ft + 0.05, (no_ft, scores)
     assert scores["dora"] >= scores["lora"] - 0.01, scores
@@ -146,7 +146,7 @@ def test_string_labels_and_probabilities():
 
 def test_binary_user_module_with_a_single_logit():
     X, y = make_classification(n_samples=80, n_features=5, random_state=0)
-    clf = DoRAClassifier(_pretrained(n_out=1), r=2, max_epochs=20, learning_rate=1e-2, random_state=0)
+    clf = DoRAClassifier(_pretrained(n_out=1), r=2, max_iter=20, learning_rate=1e-2, random_state=0)
     clf.fit(X, np.where(y == 1, "yes", "no"))
     scores = clf.decision_function(X)
     assert scores.shape == (80,)
@@ -159,7 +159,7 @@ def test_binary_user_module_with_a_single_logit():
 def test_multi_output_regression():
     X, Y = make_regression(n_samples=80, n_features=5, n_targets=3, random_state=0)
     Y = Y * np.array([1.0, 100.0, 0.01])
-    reg = DoRARegressor(**dict(FAST, max_epochs=60)).fit(X, Y)
+    reg = DoRARegressor(**dict(FAST, max_iter=60)).fit(X, Y)
     assert reg.n_outputs_ == 3
     pred = reg.predict(X)
     assert pred.shape == (80, 3)
@@ -167,7 +167,7 @@ def test_multi_output_regression():
     from sklearn.metrics import r2_score
 
     assert r2_score(Y, pred, multioutput="raw_values").min() > 0.5
-    user = DoRARegressor(_pretrained(n_out=3), r=2, max_epochs=2).fit(X, Y)
+    user = DoRARegressor(_pretrained(n_out=3), r=2, max_iter=2).fit(X, Y)
     assert user.predict(X).shape == (80, 3)
 
 
@@ -180,7 +180,7 @@ def test_torch_tensors_and_float32_inputs():
 
 def test_float64_user_module_trains_in_float64():
     X, y = make_regression(n_samples=50, n_features=5, random_state=0)
-    reg = DoRARegressor(_pretrained().double(), r=2, max_epochs=2).fit(X, y)
+    reg = DoRARegressor(_pretrained().double(), r=2, max_iter=2).fit(X, y)
     assert {p.dtype for p in reg.module_.parameters()} == {torch.float64}
 
 
@@ -192,19 +192,19 @@ def test_nan_input_is_a_clear_error(Est):
     X, y = make_classification(n_samples=30, n_features=5, random_state=0)
     X[3, 2] = np.nan
     with pytest.raises(ValueError, match=f"(?s)Input X contains NaN.*{Est.__name__} does not accept"):
-        Est(max_epochs=1).fit(X, y)
+        Est(max_iter=1).fit(X, y)
 
 
 def test_module_of_the_wrong_width_is_a_clear_error():
     X, y = make_regression(n_samples=30, n_features=7, random_state=0)
     with pytest.raises(ValueError, match="DoRARegressor: the module does not accept X with 7 features"):
-        DoRARegressor(_pretrained(n_in=5), max_epochs=1).fit(X, y)
+        DoRARegressor(_pretrained(n_in=5), max_iter=1).fit(X, y)
     X5 = X[:, :5]
     with pytest.raises(ValueError, match=r"maps \(2, 5\) inputs to outputs of shape \(2, 3\); expected \(2, 1\)"):
-        DoRARegressor(_pretrained(n_out=3), max_epochs=1).fit(X5, y)
+        DoRARegressor(_pretrained(n_out=3), max_iter=1).fit(X5, y)
     with pytest.raises(ValueError, match=r"DoRAClassifier: .*expected \(2, 3\)"):
-        DoRAClassifier(_pretrained(n_out=2), max_epochs=1).fit(X5, np.arange(30) % 3)
-    fitted = DoRARegressor(_pretrained(), max_epochs=1).fit(X5, y)
+        DoRAClassifier(_pretrained(n_out=2), max_iter=1).fit(X5, np.arange(30) % 3)
+    fitted = DoRARegressor(_pretrained(), max_iter=1).fit(X5, y)
     with pytest.raises(ValueError, match="X has 7 features, but DoRARegressor is expecting 5 features"):
         fitted.predict(X)
 
@@ -231,16 +231,16 @@ def test_bad_module_and_parameters():
     with pytest.raises(ValueError, match=r"hidden_layer_sizes must hold positive integers; got \(8, 0\)"):
         DoRARegressor(hidden_layer_sizes=(8, 0)).fit(X, y)
     with pytest.raises(ValueError, match="method='dora' needs an nn.Linear"):
-        DoRARegressor(nn.Sequential(nn.Identity()), max_epochs=1).fit(X[:, :1], y)
+        DoRARegressor(nn.Sequential(nn.Identity()), max_iter=1).fit(X[:, :1], y)
     frozen = _pretrained()
     with pytest.raises(ValueError, match="selects no nn.Linear layer"):
-        DoRARegressor(frozen, target_modules="none", max_epochs=1).fit(X, y)
+        DoRARegressor(frozen, target_modules="none", max_iter=1).fit(X, y)
     broken = _pretrained()
     with torch.no_grad():
         broken[4].weight[0, 0] = float("inf")
         broken[4].weight[0, 1] = -float("inf")
     with pytest.raises(ValueError, match="DoRARegressor: the training loss became nan at epoch 1"):
-        DoRARegressor(broken, max_epochs=3).fit(X, y)
+        DoRARegressor(broken, max_iter=3).fit(X, y)
 
 
 def test_single_class_is_a_clear_error():
@@ -262,20 +262,38 @@ def test_random_state_determines_the_fit_and_global_rng_is_untouched():
     assert torch.equal(torch.random.get_rng_state(), state)
     np.testing.assert_array_equal(np.random.get_state()[1], np_state)
     np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
-    assert [h["train_loss"] for h in a.history_] == [h["train_loss"] for h in b.history_]
+    assert a.loss_curve_ == b.loss_curve_
     assert not np.allclose(a.predict_proba(X), c.predict_proba(X))
 
 
-def test_history_and_verbose(capsys):
+def test_loss_curve_and_verbose(capsys):
+    import re
+
     X, y = make_regression(n_samples=60, n_features=5, random_state=0)
-    reg = DoRARegressor(**dict(FAST, max_epochs=30, verbose=1)).fit(X, y)
+    reg = DoRARegressor(**dict(FAST, max_iter=30, n_iter_no_change=30, verbose=1)).fit(X, y)
     out = capsys.readouterr().out
-    assert out.count("[DoRARegressor] epoch") == 30
-    assert len(reg.history_) == reg.n_iter_ == 30
-    losses = [h["train_loss"] for h in reg.history_]
-    assert losses[-1] < 0.5 * losses[0]
+    assert len(re.findall(r"^\[DoRARegressor\]\s+\d+\s", out, flags=re.M)) == 30  # one log row per epoch
+    assert len(reg.loss_curve_) == reg.n_iter_ == 30 and reg.validation_scores_ is None
+    assert reg.loss_curve_[-1] < 0.5 * reg.loss_curve_[0]
+    assert reg.best_loss_ == min(reg.loss_curve_)
     DoRARegressor(**FAST).fit(X, y)
     assert capsys.readouterr().out == ""
+
+
+def test_early_stopping_keeps_the_best_validation_network():
+    X, y = make_regression(n_samples=80, n_features=5, noise=30.0, random_state=0)
+    reg = DoRARegressor(**dict(FAST, hidden_layer_sizes=(64,), max_iter=300, early_stopping=True,
+                               validation_fraction=0.25, n_iter_no_change=5, learning_rate=3e-2)).fit(X, y)
+    assert reg.n_iter_ < 300 and len(reg.validation_scores_) == reg.n_iter_
+    assert reg.best_validation_score_ == min(reg.validation_scores_)
+    # stopped by the rule: more than n_iter_no_change epochs after the best one
+    assert reg.n_iter_ - (int(np.argmin(reg.validation_scores_)) + 1) > 5
+
+
+def test_training_loss_rule_stops_a_converged_fit():
+    X, y = make_regression(n_samples=60, n_features=5, random_state=0)
+    reg = DoRARegressor(**dict(FAST, max_iter=500, n_iter_no_change=2, tol=1e-2)).fit(X, y)
+    assert reg.n_iter_ < 500
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -289,7 +307,7 @@ def test_device_fit_leaves_a_cpu_module_and_matches_cpu(device):
 
 def test_pickle_round_trip_with_user_module():
     X, y = make_classification(n_samples=60, n_features=5, random_state=0)
-    clf = DoRAClassifier(_pretrained(n_out=2), r=2, max_epochs=3, random_state=0).fit(X, y)
+    clf = DoRAClassifier(_pretrained(n_out=2), r=2, max_iter=3, random_state=0).fit(X, y)
     again = pickle.loads(pickle.dumps(clf))
     np.testing.assert_array_equal(again.predict_proba(X), clf.predict_proba(X))
 
@@ -299,7 +317,7 @@ def test_pickle_round_trip_with_user_module():
 
 def test_grid_search_over_method_and_rank_in_a_pipeline():
     X, y = make_classification(n_samples=120, n_features=5, n_informative=3, random_state=0)
-    pipe = make_pipeline(StandardScaler(), DoRAClassifier(_pretrained(n_out=2), max_epochs=5, learning_rate=1e-2,
+    pipe = make_pipeline(StandardScaler(), DoRAClassifier(_pretrained(n_out=2), max_iter=5, learning_rate=1e-2,
                                                           random_state=0))
     grid = {"doraclassifier__method": ["dora", "lora", "full", "head"], "doraclassifier__r": [1, 4]}
     search = GridSearchCV(pipe, grid, cv=2, scoring="accuracy").fit(X, y)
