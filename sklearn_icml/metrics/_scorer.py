@@ -1,6 +1,8 @@
 """Scorers for GridSearchCV / cross_validate built on the calibration metrics."""
 
 import numpy as np
+from sklearn import get_config
+from sklearn.utils.metadata_routing import UNCHANGED, MetadataRequest
 from sklearn.utils.validation import check_is_fitted
 
 from ._binned_ece import binned_ece
@@ -54,6 +56,13 @@ class _CalibrationScorer:
     -------
     float
         Minus the calibration error.
+
+    Notes
+    -----
+    Metadata routing: like scikit-learn's scorers, it consumes
+    ``sample_weight`` in ``score`` once asked to with
+    ``set_score_request(sample_weight=True)`` (routing enabled), so
+    ``cross_validate(..., params={"sample_weight": w})`` weights the error.
     """
 
     def __init__(self, metric, response_method, **kwargs):
@@ -64,6 +73,54 @@ class _CalibrationScorer:
     def __call__(self, estimator, X, y_true, sample_weight=None):
         scores, kwargs = estimator_scores(estimator, X, self.response_method, "this scorer")
         return -float(self.metric(y_true, scores, **self.kwargs, **kwargs, sample_weight=sample_weight))
+
+    def set_score_request(self, *, sample_weight=UNCHANGED):
+        """Ask for ``sample_weight`` to be routed to this scorer (metadata routing).
+
+        Parameters
+        ----------
+        sample_weight : bool, None, str or UNCHANGED, default=UNCHANGED
+            ``True``: the scorer receives ``sample_weight`` when it is passed
+            (e.g. ``cross_validate(..., params={"sample_weight": w})``);
+            ``False``: it never does; ``None`` (the initial state): passing
+            ``sample_weight`` is an error; a string: route the metadata of that
+            name as ``sample_weight``.
+
+        Returns
+        -------
+        self : callable
+            This scorer, changed in place as scikit-learn's scorers are. The
+            module-level scorers (:data:`ls_ece_scorer`, ...) are shared by
+            every caller: set requests on one of your own,
+            ``make_calibration_scorer(...).set_score_request(sample_weight=True)``.
+
+        Raises
+        ------
+        RuntimeError
+            When metadata routing is not enabled
+            (``sklearn.set_config(enable_metadata_routing=True)``).
+        """
+        if not get_config().get("enable_metadata_routing", False):
+            raise RuntimeError("set_score_request is only available when metadata routing is enabled; enable it "
+                               "with sklearn.set_config(enable_metadata_routing=True).")
+        if sample_weight is not UNCHANGED:
+            # validates the value as scikit-learn does (True, False, None or an alias string)
+            MetadataRequest(owner=repr(self)).score.add_request(param="sample_weight", alias=sample_weight)
+            self._sample_weight_request = sample_weight
+        return self
+
+    def get_metadata_routing(self):
+        """The metadata this scorer consumes: ``sample_weight`` in ``score``, as requested.
+
+        Returns
+        -------
+        routing : sklearn.utils.metadata_routing.MetadataRequest
+            Its ``score`` method requests ``sample_weight`` with the alias set
+            by :meth:`set_score_request` (None until then).
+        """
+        request = MetadataRequest(owner=repr(self))
+        request.score.add_request(param="sample_weight", alias=getattr(self, "_sample_weight_request", None))
+        return request
 
     def __repr__(self):
         extra = "".join(f", {k}={v!r}" for k, v in self.kwargs.items())
@@ -96,6 +153,14 @@ def make_calibration_scorer(metric="ls_ece", *, response_method="predict_proba",
     See Also
     --------
     ls_ece : The metric.
+
+    Notes
+    -----
+    With metadata routing enabled, a weighted error inside model selection
+    is ``make_calibration_scorer(...).set_score_request(sample_weight=True)``
+    passed with ``cross_validate(..., params={"sample_weight": w})`` (the
+    estimator states its own request, e.g.
+    ``set_fit_request(sample_weight=False)``).
 
     Examples
     --------

@@ -121,3 +121,46 @@ def test_display_multiclass_is_top_label():
     with pytest.raises(ValueError, match="response_method"):
         LSReliabilityDisplay.from_estimator(est, X, y, response_method="predict")
     plt.close("all")
+
+
+def test_scorer_routes_sample_weight_when_requested():
+    """A weighted LS-ECE inside cross_validate(params={"sample_weight": w}) equals the weighted metric per fold."""
+    import sklearn
+    from sklearn.exceptions import UnsetMetadataPassedError
+    from sklearn.model_selection import KFold
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    w = np.random.RandomState(0).uniform(0.1, 3.0, size=len(y))
+    cv = KFold(3, shuffle=True, random_state=0)
+    est = LogisticRegression()
+    expected, unweighted = [], []
+    for train, test in cv.split(X):
+        p = est.fit(X[train], y[train]).predict_proba(X[test])[:, 1]
+        expected.append(-ls_ece(y[test], p, sample_weight=w[test]))
+        unweighted.append(-ls_ece(y[test], p))
+    with sklearn.config_context(enable_metadata_routing=True):
+        est = LogisticRegression().set_fit_request(sample_weight=False)
+        scorer = make_calibration_scorer("ls_ece")
+        assert scorer.set_score_request(sample_weight=True) is scorer
+        res = cross_validate(est, X, y, cv=cv, scoring=scorer, params={"sample_weight": w})
+        np.testing.assert_allclose(res["test_score"], expected, rtol=1e-10)
+        assert not np.allclose(res["test_score"], unweighted)
+        # several metrics at once (scikit-learn's multimetric scorer routes to each)
+        both = cross_validate(est, X, y, cv=cv, params={"sample_weight": w},
+                              scoring={"ls": scorer, "binned": make_calibration_scorer(
+                                  "binned_ece").set_score_request(sample_weight=False)})
+        np.testing.assert_allclose(both["test_ls"], expected, rtol=1e-10)
+        # an alias: the metadata named "w" is routed as sample_weight
+        aliased = make_calibration_scorer("ls_ece").set_score_request(sample_weight="w")
+        res = cross_validate(est, X, y, cv=cv, scoring=aliased, params={"w": w})
+        np.testing.assert_allclose(res["test_score"], expected, rtol=1e-10)
+        # not requested: scikit-learn's error naming the scorer
+        with pytest.raises(UnsetMetadataPassedError, match="make_calibration_scorer"):
+            cross_validate(est, X, y, cv=cv, scoring=make_calibration_scorer(), params={"sample_weight": w})
+        with pytest.raises(ValueError, match="alias"):
+            make_calibration_scorer().set_score_request(sample_weight=3)
+    with pytest.raises(RuntimeError, match="enable_metadata_routing"):
+        make_calibration_scorer().set_score_request(sample_weight=True)
+    # the module-level scorer is left untouched by requests on a scorer of one's own
+    assert ls_ece_scorer.get_metadata_routing().score.requests == {"sample_weight": None}
