@@ -208,6 +208,11 @@ class CoxSurvival(SurvivalMixin, BaseEstimator):
         -------
         self : object
             Fitted estimator.
+
+        Notes
+        -----
+        There is no ``sample_weight``: the likelihood is unweighted. To weight
+        samples, repeat rows (integer weights) or resample.
         """
         import torch
 

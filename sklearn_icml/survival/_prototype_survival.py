@@ -244,6 +244,11 @@ class PrototypeSurvival(SurvivalMixin, BaseEstimator):
         -------
         self : object
             Fitted estimator.
+
+        Notes
+        -----
+        There is no ``sample_weight``: the likelihood is unweighted. To weight
+        samples, repeat rows (integer weights) or resample.
         """
         import torch
 
