@@ -22,8 +22,8 @@ import sys
 from contextlib import contextmanager
 
 import numpy as np
-from sklearn.utils import check_random_state
 
+from ._random import draw_seed
 from ._sklearn_private import StrOptions
 
 __all__ = [
@@ -94,7 +94,7 @@ def torch_seed(random_state):
     int
         A seed in ``[0, 2**31 - 1)``.
     """
-    return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+    return draw_seed(random_state)
 
 
 def torch_generator(random_state):

@@ -77,6 +77,9 @@ class TrainingResult:
         Smallest validation loss (``early_stopping=True``).
     epoch_times : list of float
         Wall-clock seconds of each epoch (training and validation pass).
+    optimizer : torch.optim.Optimizer or None
+        The optimiser used, for reading its counters (e.g. L-BFGS's
+        ``state[param]["n_iter"]``); its state may live on the training device.
     """
 
     module: object
@@ -86,6 +89,7 @@ class TrainingResult:
     best_loss: float = None
     best_validation_score: float = None
     epoch_times: list = field(default_factory=list)
+    optimizer: object = None
 
 
 # -- helpers also used by hand-written loops -----------------------------------------------------
@@ -396,12 +400,17 @@ def _make_net_class():
     class _Monitor(Callback):
         """Stopping rule, non-finite check and LR schedule, once per epoch."""
 
-        def __init__(self, stopper, early_stopping, scheduler_factory, name, learning_rate):
+        def __init__(self, stopper, early_stopping, scheduler_factory, name, learning_rate, per_batch=False):
             self.stopper = stopper
             self.early_stopping = early_stopping
             self.scheduler_factory = scheduler_factory
             self.name = name
             self.learning_rate = learning_rate
+            self.per_batch = per_batch
+
+        def on_batch_end(self, net, training=False, **kwargs):
+            if training and self.per_batch and self.scheduler_ is not None:
+                self.scheduler_.step()
 
         def on_train_begin(self, net, **kwargs):
             self.scheduler_ = None if self.scheduler_factory is None else self.scheduler_factory(net.optimizer_)
@@ -417,7 +426,7 @@ def _make_net_class():
             if self.early_stopping and not np.isfinite(monitored):
                 raise ValueError(f"{self.name}: the validation loss became {monitored} at epoch "
                                  f"{row['epoch']}; lower learning_rate (now {self.learning_rate!r}).")
-            if self.scheduler_ is not None:
+            if self.scheduler_ is not None and not self.per_batch:
                 if isinstance(self.scheduler_, torch.optim.lr_scheduler.ReduceLROnPlateau):
                     self.scheduler_.step(monitored)
                 else:
@@ -454,13 +463,13 @@ def _optimizer_class(optimizer, name):
     raise TypeError(f"{name}: optimizer must be a string or a torch.optim.Optimizer subclass; got {optimizer!r}.")
 
 
-def _scheduler_factory(lr_schedule, max_iter, name):
+def _scheduler_factory(lr_schedule, n_steps, name):
     import torch
 
     if lr_schedule is None:
         return None
     if lr_schedule == "cosine":
-        return lambda opt: torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max_iter)
+        return lambda opt: torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=n_steps)
     if callable(lr_schedule):
         return lr_schedule
     raise ValueError(f"{name}: lr_schedule must be None, 'cosine' or a callable(optimizer) -> scheduler; "
@@ -518,7 +527,8 @@ def _check_params(name, max_iter, batch_size, learning_rate, validation_fraction
 def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, batch_size=32,
                learning_rate=1e-3, optimizer="adamw", weight_decay=0.0, early_stopping=False,
                validation_fraction=0.1, n_iter_no_change=10, tol=1e-4, lr_schedule=None, grad_clip=None,
-               device="cpu", random_state=None, verbose=0, name="Estimator"):
+               device="cpu", random_state=None, verbose=0, name="Estimator", optimizer_options=None,
+               lr_schedule_interval="epoch"):
     """Train ``module`` on ``(X, y)`` with mini-batch gradient steps; the library's one training loop.
 
     Parameters
@@ -563,9 +573,10 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
     tol : float, default=1e-4
         Minimal decrease of the monitored loss that counts as an improvement.
     lr_schedule : None, "cosine" or callable, default=None
-        ``"cosine"``: cosine annealing over ``max_iter`` epochs; a callable
+        ``"cosine"``: cosine annealing over the ``max_iter`` epochs; a callable
         ``lr_schedule(optimizer)`` returns a torch LR scheduler, stepped once
-        per epoch (``ReduceLROnPlateau`` receives the monitored loss).
+        per epoch (``ReduceLROnPlateau`` receives the monitored loss) or per
+        mini-batch (``lr_schedule_interval="batch"``).
     grad_clip : float or None, default=None
         Clip the gradients' global norm to this value before each step.
     device : torch.device or str, default="cpu"
@@ -577,6 +588,14 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
         Per-epoch log (skorch's ``PrintLog`` table) when positive.
     name : str, default="Estimator"
         The estimator's name, used in messages.
+    optimizer_options : dict, default=None
+        More keyword arguments of the optimiser (``momentum``, ``betas``,
+        L-BFGS's ``max_iter`` / ``line_search_fn``, ...). Optimisers that
+        re-evaluate the objective (L-BFGS) get skorch's closure; their epoch
+        loss is the one at the start of the step.
+    lr_schedule_interval : {"epoch", "batch"}, default="epoch"
+        Step the LR scheduler after every epoch or after every mini-batch
+        (warm-up schedules counted in optimiser steps).
 
     Returns
     -------
@@ -617,7 +636,11 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
     _Net, _Monitor, functional = _make_net_class()
     loss_fn = _loss_function(loss, functional, name)
     optimizer_cls = _optimizer_class(optimizer, name)
-    scheduler_factory = _scheduler_factory(lr_schedule, max_iter, name)
+    if lr_schedule_interval not in ("epoch", "batch"):
+        raise ValueError(f"{name}: lr_schedule_interval must be 'epoch' or 'batch'; got {lr_schedule_interval!r}.")
+    options = {} if optimizer_options is None else dict(optimizer_options)
+    if isinstance(optimizer, str) or weight_decay:
+        options.setdefault("weight_decay", weight_decay)
     device = torch.device(device)
     generator = _as_generator(random_state)
 
@@ -634,6 +657,8 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
         if n < 1:
             raise ValueError(f"{name}: no rows to train on.")
 
+        steps = max_iter * (math.ceil(n / min(batch_size, n)) if lr_schedule_interval == "batch" else 1)
+        scheduler_factory = _scheduler_factory(lr_schedule, steps, name)
         data = _import_torch_data()(xs, yt, single)
         train_split, valid = None, None
         if early_stopping:
@@ -645,7 +670,8 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
             train_data, valid = data.subset(perm[n_valid:]), data.subset(perm[:n_valid])
             train_split = lambda dataset, y=None, **kw: (train_data, valid)  # noqa: E731
         stopper = EarlyStopping(n_iter_no_change, tol, keep_best=early_stopping)
-        monitor = _Monitor(stopper, early_stopping, scheduler_factory, name, learning_rate)
+        monitor = _Monitor(stopper, early_stopping, scheduler_factory, name, learning_rate,
+                           per_batch=lr_schedule_interval == "batch")
         from skorch.callbacks import EpochTimer, GradientNormClipping, PrintLog
 
         callbacks = [("epoch_timer", EpochTimer())]
@@ -657,7 +683,7 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
         callbacks.append(("monitor", monitor))
         net = _Net(
             module, criterion=torch.nn.Identity, optimizer=optimizer_cls, lr=learning_rate,
-            optimizer__weight_decay=weight_decay, max_epochs=max_iter, batch_size=batch_size,
+            **{f"optimizer__{k}": v for k, v in options.items()}, max_epochs=max_iter, batch_size=batch_size,
             iterator_train=_BatchIterator, iterator_train__shuffle=True, iterator_train__generator=generator,
             iterator_valid=_BatchIterator, train_split=train_split, callbacks=callbacks,
             device=None, verbose=0, loss_fn=loss_fn, train_step_fn=train_step,
@@ -681,5 +707,5 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
         module=module, loss_curve=loss_curve, validation_scores=valid_curve, n_iter=len(loss_curve),
         best_loss=None if early_stopping else min(loss_curve),
         best_validation_score=min(valid_curve) if early_stopping else None,
-        epoch_times=[float(row["dur"]) for row in history],
+        epoch_times=[float(row["dur"]) for row in history], optimizer=net.optimizer_,
     )

@@ -273,3 +273,31 @@ def test_progress_reporter_thins_long_fits(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert 15 <= len(lines) <= 25 and lines[-1].startswith("[Long] epoch 200/200")
     assert "validation 0.500000" in lines[0] and "extra_metric 2" in lines[0]
+
+
+def test_lbfgs_through_optimizer_options_reaches_least_squares():
+    X, y = _data()
+    lin = torch.nn.Linear(3, 1).double()
+    res = fit_module(lin, X, y, optimizer=torch.optim.LBFGS, learning_rate=1.0, max_iter=1, batch_size=60,
+                     optimizer_options=dict(max_iter=200, tolerance_grad=1e-12, tolerance_change=0.0,
+                                            line_search_fn="strong_wolfe"), random_state=0)
+    A = np.hstack([X, np.ones((60, 1))])
+    coef = np.linalg.lstsq(A, y, rcond=None)[0].ravel()
+    np.testing.assert_allclose(lin.weight.detach().numpy().ravel(), coef[:3], atol=1e-7)
+    np.testing.assert_allclose(float(lin.bias.detach()), coef[3], atol=1e-7)
+    assert res.optimizer.state[res.optimizer.param_groups[0]["params"][0]]["n_iter"] > 1
+
+
+def test_lr_schedule_per_batch():
+    X, y = _data()
+    made = []
+
+    def schedule(opt):
+        made.append(torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.9))
+        return made[-1]
+
+    fit_module(_net(), X, y, lr_schedule=schedule, lr_schedule_interval="batch", batch_size=16, max_iter=2,
+               n_iter_no_change=2, random_state=0)
+    assert made[0].last_epoch == 8  # 4 batches of 16, 16, 16, 12 per epoch
+    with pytest.raises(ValueError, match="lr_schedule_interval"):
+        fit_module(_net(), X, y, lr_schedule_interval="step")
