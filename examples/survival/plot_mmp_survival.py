@@ -130,7 +130,7 @@ tokens = ColumnTransformer([
 ])
 sizes = [len(g) for g in info.pathways.values()]
 fusion = make_pipeline(tokens, PrototypeSurvival(8, pathway_sizes=sizes, embed_dim=16, id_embed_dim=4,
-                                                 learning_rate=3e-3, max_epochs=20, random_state=0))
+                                                 learning_rate=3e-3, max_iter=20, random_state=0))
 fusion.fit(frame.iloc[train], y[train])
 print(f"fusion network: test c-index {fusion.score(frame.iloc[test], y[test]):.3f}")
 plt.show()

@@ -61,7 +61,7 @@ def _split_kind(X):
     if _is_pandas(X):
         if X.ndim == 1:
             return "list", list(X.to_numpy(dtype=object))
-        if X.shape[1] == 1 and X.dtypes.iloc[0] == object and X.shape[0] and _looks_like_bag(X.iloc[0, 0]):
+        if X.shape[1] == 1 and X.dtypes.iloc[0].kind == "O" and X.shape[0] and _looks_like_bag(X.iloc[0, 0]):
             return "list", list(X.iloc[:, 0].to_numpy(dtype=object))
         return "rows", X
     if isinstance(X, np.ndarray):

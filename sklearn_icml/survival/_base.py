@@ -1,10 +1,11 @@
-"""Pieces shared by the survival heads: the c-index ``score``, the Breslow baseline, the Cox loss."""
+"""Pieces shared by the survival heads: the fit preamble, the c-index ``score``, the Breslow baseline, the Cox loss."""
 
 import numpy as np
-from sklearn.utils.validation import check_array
+from sklearn.utils.validation import check_array, check_consistent_length, validate_data
 
-from ..utils._torch import as_numpy
+from ..utils._torch import as_numpy, resolve_device
 from ._metrics import concordance_index
+from ._target import check_survival_target
 
 
 class SurvivalMixin:
@@ -37,6 +38,30 @@ class SurvivalMixin:
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
         return tags
+
+    def _validate_survival_fit(self, X, y):
+        """The fit preamble of every survival head.
+
+        Resolves ``device`` first (``device="cuda"`` without a GPU raises
+        before any work) and sets ``device_``; then checks that ``y`` is
+        given, validates ``X`` (at least two rows) and the survival target
+        and their lengths.
+
+        Returns
+        -------
+        X : ndarray of shape (n_samples, n_features)
+        event : ndarray of bool, shape (n_samples,)
+        time : ndarray of float, shape (n_samples,)
+        device : torch.device
+        """
+        device = resolve_device(self.device)
+        self.device_ = device.type
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
+        X = validate_data(self, as_numpy(X), dtype=[np.float64, np.float32], ensure_min_samples=2)
+        event, time = check_survival_target(y, estimator=self)
+        check_consistent_length(X, time)
+        return X, event, time, device
 
 
 def breslow_baseline(log_risk, time, event):
@@ -96,3 +121,34 @@ def cox_negative_log_likelihood(log_risk, event, last, normalizer):
 
     log_risk_set = torch.logcumsumexp(log_risk, dim=0)[last]
     return -((log_risk - log_risk_set) * event).sum() / normalizer
+
+
+def cox_batch_loss(log_risk, time, event, normalizer=None):
+    """Breslow negative log partial likelihood of one (mini-)batch, in any order (torch, on its device).
+
+    The batch is sorted by descending time here (ties keep their order), so
+    the risk set of each sample is the batch's samples with a time at least
+    as large: the loss of a mini-batch compares the batch's samples only.
+
+    Parameters
+    ----------
+    log_risk, time, event : torch.Tensor of shape (n,)
+        Log-risks, times and event indicators (0/1, float) of the batch.
+    normalizer : float or None, default=None
+        Divides the summed loss; None: the number of events in the batch
+        (at least 1, so a batch without events costs 0).
+
+    Returns
+    -------
+    torch.Tensor
+        Scalar loss.
+    """
+    import torch
+
+    order = torch.argsort(time, descending=True, stable=True)
+    t_sorted = time[order]
+    last = torch.searchsorted(-t_sorted, -t_sorted, right=True) - 1
+    event = event[order].to(log_risk.dtype)
+    if normalizer is None:
+        normalizer = event.sum().clamp_min(1.0)
+    return cox_negative_log_likelihood(log_risk[order], event, last, normalizer)

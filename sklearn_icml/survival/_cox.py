@@ -1,4 +1,10 @@
-"""Cox proportional-hazards head: linear or MLP log-risk, exact Breslow partial likelihood, in torch."""
+"""Cox proportional-hazards head: linear or MLP log-risk, exact Breslow partial likelihood, in torch.
+
+The log-risk network is the library's :class:`~sklearn_icml.utils._mlp.StandardizedMLP`
+(no output bias) and it is trained by :func:`~sklearn_icml.utils._training.fit_module`
+with the partial likelihood of each batch as a custom train step: L-BFGS as one
+full-batch step (skorch's closure), Adam on seeded mini-batches.
+"""
 
 import warnings
 from numbers import Integral, Real
@@ -6,30 +12,36 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.validation import check_consistent_length, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
-from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device, to_numpy, to_tensor, torch_generator
-from ._base import (
-    SurvivalMixin,
-    breslow_baseline,
-    check_times,
-    cox_negative_log_likelihood,
-    cox_sort_keys,
-    survival_from_baseline,
-)
-from ._target import check_survival_target
+from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, to_numpy, to_tensor, torch_generator, torch_threads
+from ._base import SurvivalMixin, breslow_baseline, check_times, cox_batch_loss, survival_from_baseline
 
 __all__ = ["CoxSurvival"]
 
-_ACTIVATIONS = {"relu": lambda z: np.maximum(z, 0.0), "tanh": np.tanh,
-                "elu": lambda z: np.where(z > 0, z, np.expm1(np.minimum(z, 0.0)))}
+
+def _penalty(module, alpha, linear_scale):
+    """``alpha/2 * ||w||^2``: coefficients on the raw features (linear model) or all weight matrices."""
+    if not alpha:
+        return 0.0
+    if linear_scale is not None:
+        return 0.5 * alpha * ((module.head.weight[0] / linear_scale) ** 2).sum()
+    return 0.5 * alpha * sum((layer.weight ** 2).sum() for layer in module.linears())
 
 
-def _torch_activation(name):
-    import torch
+def _cox_train_step(alpha, n_total, linear_scale):
+    """The batch objective: ``cox NLL / batch size + penalty / n_samples`` (y = [time, event] columns)."""
+    scale = {}
 
-    return {"relu": torch.relu, "tanh": torch.tanh, "elu": torch.nn.functional.elu}[name]
+    def step(module, xb, yb):
+        if linear_scale is not None and xb.device not in scale:
+            scale[xb.device] = linear_scale.to(xb.device)
+        log_risk = module(xb)[:, 0]
+        loss = cox_batch_loss(log_risk, yb[:, 0], yb[:, 1], normalizer=xb.shape[0])
+        return loss + _penalty(module, alpha, scale.get(xb.device)) / n_total
+
+    return step
 
 
 class CoxSurvival(SurvivalMixin, BaseEstimator):
@@ -67,19 +79,29 @@ class CoxSurvival(SurvivalMixin, BaseEstimator):
     learning_rate : float, default=1e-3
         Adam's step size (L-BFGS uses its line search).
     max_iter : int, default=200
-        L-BFGS iterations, or Adam epochs.
+        L-BFGS iterations, or Adam epochs at most.
     batch_size : int, default=None
         Adam's mini-batch size (None: the full batch). Within a mini-batch the
         partial likelihood compares the batch's samples only.
     tol : float, default=1e-9
-        L-BFGS stops when the largest gradient entry falls below ``tol``.
+        L-BFGS stops when the largest gradient entry falls below ``tol``;
+        Adam when the monitored loss has not decreased by ``tol`` for more
+        than ``n_iter_no_change`` epochs (scikit-learn's MLP meanings).
+    early_stopping : bool, default=False
+        Adam only: hold out ``validation_fraction`` of the samples and stop on
+        their partial likelihood (the network of the best one is kept).
+    validation_fraction : float, default=0.1
+        Share of the samples held out when ``early_stopping``.
+    n_iter_no_change : int, default=10
+        Adam only: epochs without an improvement of ``tol`` tolerated.
     device : {"cpu", "auto", "cuda"}, default="cpu"
         Where the optimisation runs. Prediction is numpy.
     random_state : int, RandomState instance or None, default=None
         Seeds the initial weights of the MLP (the linear model starts at zero)
-        and Adam's batch order.
+        and Adam's batch order and validation split.
     verbose : int, default=0
-        Print the loss during fitting when positive.
+        Print the loss during fitting when positive (a per-epoch table for
+        Adam).
 
     Attributes
     ----------
@@ -100,10 +122,20 @@ class CoxSurvival(SurvivalMixin, BaseEstimator):
     cum_baseline_hazard_ : ndarray of shape (n_event_times,)
         Breslow cumulative baseline hazard at ``event_times_``, for the
         log-risk returned by :meth:`predict`.
+    module_ : torch.nn.Module
+        The log-risk network on the CPU (float64), used by :meth:`predict`.
     loss_ : float
-        Final objective value.
+        Final objective value on the training data.
+    loss_curve_ : list of float
+        Adam: mean training objective of each epoch. L-BFGS (no epochs): the
+        objective before and after the solver run.
+    validation_scores_ : list of float or None
+        Adam with ``early_stopping``: the validation objective of each epoch
+        (lower is better); None otherwise.
     n_iter_ : int
         L-BFGS iterations or Adam epochs run.
+    device_ : str
+        Where the optimisation ran.
     n_features_in_ : int
         Number of features seen in fit.
     feature_names_in_ : ndarray of shape (n_features,)
@@ -125,6 +157,8 @@ class CoxSurvival(SurvivalMixin, BaseEstimator):
     separates perfectly have no finite optimum, and a ``ConvergenceWarning`` is
     raised when ``max_iter`` is reached. ``predict`` returns the log-risk
     ``eta(x)``; ``exp(eta)`` (what MMP reports) ranks the samples the same way.
+    With Adam, a mini-batch without events contributes no likelihood term
+    (its step carries only the penalty and Adam's momentum).
 
     References
     ----------
@@ -164,14 +198,17 @@ class CoxSurvival(SurvivalMixin, BaseEstimator):
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
         "tol": [Interval(Real, 0, None, closed="left")],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "device": DEVICE_CONSTRAINT,
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
 
     def __init__(self, hidden_layer_sizes=(), *, activation="relu", alpha=0.0, solver="lbfgs",
-                 learning_rate=1e-3, max_iter=200, batch_size=None, tol=1e-9, device="cpu",
-                 random_state=None, verbose=0):
+                 learning_rate=1e-3, max_iter=200, batch_size=None, tol=1e-9, early_stopping=False,
+                 validation_fraction=0.1, n_iter_no_change=10, device="cpu", random_state=None, verbose=0):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
         self.alpha = alpha
@@ -180,6 +217,9 @@ class CoxSurvival(SurvivalMixin, BaseEstimator):
         self.max_iter = max_iter
         self.batch_size = batch_size
         self.tol = tol
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -216,14 +256,12 @@ class CoxSurvival(SurvivalMixin, BaseEstimator):
         """
         import torch
 
+        from ..utils._mlp import StandardizedMLP, mlp_coefs
+        from ..utils._training import fit_module
+
         name = type(self).__name__
-        if y is None:
-            raise ValueError(f"{name} requires y to be passed, but the target y is None.")
+        X, event, time, device = self._validate_survival_fit(X, y)
         sizes = self._check_layers()
-        X = validate_data(self, as_numpy(X), dtype=[np.float64, np.float32], ensure_min_samples=2)
-        event, time = check_survival_target(y, estimator=self)
-        check_consistent_length(X, time)
-        device = resolve_device(self.device)
         generator = torch_generator(self.random_state)
 
         X = X.astype(np.float64)
@@ -232,116 +270,63 @@ class CoxSurvival(SurvivalMixin, BaseEstimator):
         scale[scale == 0] = 1.0
         self.scale_ = scale
         n, p = X.shape
-        dtype = torch.float64
-
-        weights, biases = [], []
-        fan_in = p
-        for width in sizes:
-            bound = 1.0 / np.sqrt(fan_in)
-            weights.append((torch.rand(fan_in, width, generator=generator, dtype=dtype) * 2 - 1) * bound)
-            biases.append((torch.rand(width, generator=generator, dtype=dtype) * 2 - 1) * bound)
-            fan_in = width
-        if sizes:
-            bound = 1.0 / np.sqrt(fan_in)
-            weights.append((torch.rand(fan_in, 1, generator=generator, dtype=dtype) * 2 - 1) * bound)
-        else:
-            weights.append(torch.zeros(p, 1, dtype=dtype))
-        params = [w.to(device).requires_grad_() for w in weights] + [b.to(device).requires_grad_() for b in biases]
-        n_layers = len(weights)
-        act = _torch_activation(self.activation)
-        scale_t = to_tensor(scale, device, dtype)
-
-        def forward(Xt):
-            h = Xt
-            for k in range(n_layers - 1):
-                h = act(h @ params[k] + params[n_layers + k])
-            return (h @ params[n_layers - 1])[:, 0]
-
-        def penalty():
-            if not self.alpha:
-                return 0.0
+        with torch_threads():
+            module = StandardizedMLP(p, sizes, 1, activation=self.activation, x_mean=self.mean_, x_scale=scale,
+                                     generator=generator, output_bias=False, dtype=torch.float64)
             if not sizes:
-                return 0.5 * self.alpha * ((params[0][:, 0] / scale_t) ** 2).sum()
-            return 0.5 * self.alpha * sum((w ** 2).sum() for w in params[:n_layers])
-
-        Xs = (X - self.mean_) / scale
-        if self.solver == "lbfgs" or self.batch_size is None or self.batch_size >= n:
-            batches = None
-        else:
-            batches = self.batch_size
+                with torch.no_grad():
+                    module.head.weight.zero_()
+            linear_scale = None if sizes else torch.as_tensor(scale, dtype=torch.float64)
+            step = _cox_train_step(self.alpha, n, linear_scale)
+            target = np.column_stack([time, event]).astype(np.float64)
+            if self.solver == "lbfgs":
+                result = fit_module(
+                    module, X, target, train_step=step, max_iter=1, batch_size=n, learning_rate=1.0,
+                    optimizer=torch.optim.LBFGS, n_iter_no_change=1,
+                    optimizer_options=dict(max_iter=self.max_iter, tolerance_grad=self.tol, tolerance_change=0.0,
+                                           history_size=20, line_search_fn="strong_wolfe"),
+                    device=device, random_state=generator, verbose=0, name=name)
+                state = result.optimizer.state[result.optimizer.param_groups[0]["params"][0]]
+                self.n_iter_ = int(state.get("n_iter", 0))
+            else:
+                result = fit_module(
+                    module, X, target, train_step=step, max_iter=self.max_iter,
+                    batch_size=n if self.batch_size is None else self.batch_size, learning_rate=self.learning_rate,
+                    optimizer="adam", early_stopping=self.early_stopping,
+                    validation_fraction=self.validation_fraction, n_iter_no_change=self.n_iter_no_change,
+                    tol=self.tol, device=device, random_state=generator, verbose=self.verbose, name=name)
+                self.n_iter_ = result.n_iter
+            module = result.module
+            # final objective and gradient on the CPU copy (one full-batch evaluation, no step)
+            final = step(module, to_tensor(X, "cpu", torch.float64), to_tensor(target, "cpu", torch.float64))
+            module.zero_grad()
+            final.backward()
+            grad_max = max(float(q.grad.abs().max()) for q in module.parameters())
+            module.zero_grad(set_to_none=True)
+        self.module_ = module
+        self.loss_ = float(final.detach())
+        self.loss_curve_ = (list(result.loss_curve) + [self.loss_] if self.solver == "lbfgs"
+                            else list(result.loss_curve))
+        self.validation_scores_ = result.validation_scores
         if self.solver == "lbfgs":
-            order, last = cox_sort_keys(time)
-            Xt = to_tensor(Xs[order], device, dtype)
-            et = to_tensor(event[order].astype(np.float64), device, dtype)
-            lt = to_tensor(last, device)
-            optimizer = torch.optim.LBFGS(params, lr=1.0, max_iter=self.max_iter, tolerance_grad=self.tol,
-                                          tolerance_change=0.0, history_size=20, line_search_fn="strong_wolfe")
-
-            def closure():
-                optimizer.zero_grad()
-                loss = (cox_negative_log_likelihood(forward(Xt), et, lt, n) + penalty() / n)
-                loss.backward()
-                return loss
-
-            optimizer.step(closure)
-            state = optimizer.state[optimizer._params[0]]
-            self.n_iter_ = int(state.get("n_iter", 0))
-            final = closure()
-            grad_max = max(float(p_.grad.abs().max()) for p_ in params)
-            self.loss_ = float(final.detach())
             if self.verbose:
                 print(f"[{name}] L-BFGS: {self.n_iter_} iterations, loss {self.loss_:.6g}, max |grad| {grad_max:.2e}")
             if self.n_iter_ >= self.max_iter and grad_max > max(self.tol, 1e-6):
                 warnings.warn(f"{name}: L-BFGS reached max_iter={self.max_iter} with a gradient of {grad_max:.2e}; "
                               "increase max_iter, or add a penalty (alpha > 0) if the data are separable.",
-                              ConvergenceWarning)
-        else:
-            self._fit_adam(forward, penalty, params, Xs, event, time, n, batches, device, dtype, generator)
-
-        with torch.no_grad():
-            self.coefs_ = [to_numpy(w) for w in params[:n_layers]]
-            self.intercepts_ = [to_numpy(b) for b in params[n_layers:]]
+                              ConvergenceWarning, stacklevel=2)
+        coefs, intercepts = mlp_coefs(module)
+        self.coefs_, self.intercepts_ = coefs, intercepts
         if not sizes:
             self.coef_ = self.coefs_[0][:, 0] / scale
-        log_risk = self._log_risk(X)
-        self.event_times_, self.cum_baseline_hazard_ = breslow_baseline(log_risk, time, event)
+        self.event_times_, self.cum_baseline_hazard_ = breslow_baseline(self._log_risk(X), time, event)
         return self
 
-    def _fit_adam(self, forward, penalty, params, Xs, event, time, n, batch_size, device, dtype, generator):
+    def _log_risk(self, X):
         import torch
 
-        optimizer = torch.optim.Adam(params, lr=self.learning_rate)
-        batch_size = n if batch_size is None else batch_size
-        loss_value = np.nan
-        for epoch in range(self.max_iter):
-            perm = torch.randperm(n, generator=generator).numpy()
-            total = 0.0
-            for start in range(0, n, batch_size):
-                idx = perm[start:start + batch_size]
-                if not event[idx].any():
-                    continue
-                order, last = cox_sort_keys(time[idx])
-                idx = idx[order]
-                Xt = to_tensor(Xs[idx], device, dtype)
-                et = to_tensor(event[idx].astype(np.float64), device, dtype)
-                optimizer.zero_grad()
-                loss = (cox_negative_log_likelihood(forward(Xt), et, to_tensor(last, device), len(idx))
-                        + penalty() / n)
-                loss.backward()
-                optimizer.step()
-                total += float(loss.detach()) * len(idx)
-            loss_value = total / n
-            if self.verbose and (epoch % 10 == 0 or epoch == self.max_iter - 1):
-                print(f"[{type(self).__name__}] epoch {epoch:4d} loss {loss_value:.6g}")
-        self.n_iter_ = self.max_iter
-        self.loss_ = float(loss_value)
-
-    def _log_risk(self, X):
-        h = (np.asarray(X, dtype=np.float64) - self.mean_) / self.scale_
-        act = _ACTIVATIONS[self.activation]
-        for w, b in zip(self.coefs_[:-1], self.intercepts_):
-            h = act(h @ w + b)
-        return (h @ self.coefs_[-1])[:, 0]
+        with torch_threads(), torch.no_grad():
+            return to_numpy(self.module_(to_tensor(X, "cpu", torch.float64))[:, 0], np.float64)
 
     def predict(self, X):
         """Predicted risk: the log-risk ``eta(x)``; higher means an earlier event.

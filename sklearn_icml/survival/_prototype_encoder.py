@@ -9,8 +9,9 @@ from sklearn.cluster import KMeans
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from ..utils._random import draw_seed
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
-from ..utils._torch import DEVICE_CONSTRAINT, resolve_device, to_numpy, to_tensor
+from ..utils._torch import DEVICE_CONSTRAINT, resolve_device, to_numpy, to_tensor, torch_threads
 from ._bags import input_feature_names, padded_batch, validate_bags
 
 __all__ = ["PrototypeEncoder"]
@@ -108,6 +109,8 @@ class PrototypeEncoder(TransformerMixin, BaseEstimator):
         Prior variances (``var_init`` everywhere).
     n_fit_instances_ : int
         Number of instances K-means was fitted on.
+    device_ : str
+        Where the EM of :meth:`transform` runs (``device`` resolved at fit).
     mean_bag_size_ : float
         Mean number of instances per training bag; ``mean_bag_size_ /
         n_prototypes`` is the compression ratio.
@@ -209,6 +212,7 @@ class PrototypeEncoder(TransformerMixin, BaseEstimator):
         self : object
             Fitted transformer.
         """
+        self.device_ = resolve_device(self.device).type
         bags = validate_bags(self, X, reset=True, ensure_min_bags=1)
         name = type(self).__name__
         flat = bags.flat
@@ -224,7 +228,7 @@ class PrototypeEncoder(TransformerMixin, BaseEstimator):
         else:
             sample = flat
         km = KMeans(n_clusters=self.n_prototypes, n_init=self.n_init,
-                    random_state=rng.randint(np.iinfo(np.int32).max)).fit(sample)
+                    random_state=draw_seed(rng)).fit(sample)
         self.prototypes_ = km.cluster_centers_.astype(np.float64)
         self.prior_var_ = np.full_like(self.prototypes_, float(self.var_init))
         self.n_fit_instances_ = int(sample.shape[0])
@@ -246,7 +250,7 @@ class PrototypeEncoder(TransformerMixin, BaseEstimator):
         width = {"pi": 1, "pi_mu": 1 + d, "allcat": 1 + 2 * d}[self.output]
         out = np.empty((bags.n_bags, K, width), dtype=flat.dtype)
         order = np.argsort(bags.lengths, kind="stable")
-        with torch.no_grad():
+        with torch_threads(), torch.no_grad():
             for start in range(0, bags.n_bags, self.batch_size):
                 index = order[start:start + self.batch_size]
                 x, mask = padded_batch(flat, bags.offsets, index)

@@ -1,4 +1,9 @@
-"""The MMP fusion network as a survival estimator: prototype tokens + pathway tokens, transformer or OT fusion."""
+"""The MMP fusion network as a survival estimator: prototype tokens + pathway tokens, transformer or OT fusion.
+
+Trained by :func:`~sklearn_icml.utils._training.fit_module`: the Cox partial
+likelihood of a mini-batch (or the discrete-time NLL) as a custom train step,
+AdamW with a per-step warm-up + cosine schedule.
+"""
 
 import copy
 import math
@@ -6,19 +11,19 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_consistent_length, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
-from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device, to_numpy, to_tensor, torch_generator
-from ._base import (
-    SurvivalMixin,
-    breslow_baseline,
-    check_times,
-    cox_negative_log_likelihood,
-    cox_sort_keys,
-    survival_from_baseline,
+from ..utils._torch import (
+    DEVICE_CONSTRAINT,
+    as_numpy,
+    resolve_device,
+    to_numpy,
+    to_tensor,
+    torch_generator,
+    torch_threads,
 )
-from ._target import check_survival_target
+from ._base import SurvivalMixin, breslow_baseline, check_times, cox_batch_loss, survival_from_baseline
 
 __all__ = ["PrototypeSurvival"]
 
@@ -78,18 +83,30 @@ class PrototypeSurvival(SurvivalMixin, BaseEstimator):
         AdamW peak learning rate.
     weight_decay : float, default=1e-5
         AdamW weight decay.
-    max_epochs : int, default=50
-        Training epochs (no early stopping).
+    max_iter : int, default=50
+        Maximum number of training epochs (named ``max_epochs`` in earlier
+        development versions).
     warmup_epochs : int, default=1
         Epochs of linear warm-up before the cosine decay.
     batch_size : int, default=64
         Patients per mini-batch.
+    early_stopping : bool, default=False
+        Hold out ``validation_fraction`` of the patients and stop on their
+        loss (the network of the best validation loss is kept); otherwise
+        stop on the training loss (scikit-learn's MLP rules).
+    validation_fraction : float, default=0.1
+        Share of the patients held out when ``early_stopping``.
+    n_iter_no_change : int, default=10
+        Epochs without an improvement of at least ``tol`` tolerated; set it to
+        ``max_iter`` to always run ``max_iter`` epochs.
+    tol : float, default=1e-4
+        Minimal decrease of the monitored loss counted as an improvement.
     device : {"cpu", "auto", "cuda"}, default="cpu"
         Where training and prediction run.
     random_state : int, RandomState instance or None, default=None
         Seeds the initial weights, the batch order and the dropout masks.
     verbose : int, default=0
-        Print the epoch losses when positive.
+        Print a per-epoch table of the losses when positive.
 
     Attributes
     ----------
@@ -105,8 +122,15 @@ class PrototypeSurvival(SurvivalMixin, BaseEstimator):
         Distinct training event times (``loss="cox"`` only).
     cum_baseline_hazard_ : ndarray of shape (n_event_times,)
         Breslow cumulative baseline hazard (``loss="cox"`` only).
-    loss_curve_ : ndarray of shape (max_epochs,)
+    loss_curve_ : list of float
         Mean training loss of each epoch.
+    validation_scores_ : list of float or None
+        Validation loss of each epoch with ``early_stopping`` (lower is
+        better), else None.
+    n_iter_ : int
+        Epochs run.
+    device_ : str
+        Where training ran.
     n_iter_ : int
         Epochs run.
     n_features_in_ : int
@@ -155,7 +179,7 @@ class PrototypeSurvival(SurvivalMixin, BaseEstimator):
     >>> X = rng.normal(size=(64, 8))            # 2 histology tokens of 3 + a pathway of 2 genes
     >>> y = Surv.from_arrays(np.ones(64, dtype=bool), rng.exponential(np.exp(-X[:, 0])))
     >>> net = PrototypeSurvival(n_histo_tokens=2, pathway_sizes=[2], embed_dim=8, id_embed_dim=2,
-    ...                         learning_rate=1e-2, max_epochs=20, random_state=0).fit(X, y)
+    ...                         learning_rate=1e-2, max_iter=20, random_state=0).fit(X, y)
     >>> net.predict(X).shape
     (64,)
     """
@@ -174,9 +198,13 @@ class PrototypeSurvival(SurvivalMixin, BaseEstimator):
         "ot_reg_m": [Interval(Real, 0, None, closed="neither")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "weight_decay": [Interval(Real, 0, None, closed="left")],
-        "max_epochs": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
         "warmup_epochs": [Interval(Integral, 0, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
         "device": DEVICE_CONSTRAINT,
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -184,8 +212,9 @@ class PrototypeSurvival(SurvivalMixin, BaseEstimator):
 
     def __init__(self, n_histo_tokens=16, *, pathway_sizes=None, fusion="transformer", loss="cox", embed_dim=256,
                  id_embed_dim=32, dropout=0.25, n_time_bins=4, nll_alpha=0.5, ot_reg=0.1, ot_reg_m=0.5,
-                 learning_rate=1e-4, weight_decay=1e-5, max_epochs=50, warmup_epochs=1, batch_size=64,
-                 device="cpu", random_state=None, verbose=0):
+                 learning_rate=1e-4, weight_decay=1e-5, max_iter=50, warmup_epochs=1, batch_size=64,
+                 early_stopping=False, validation_fraction=0.1, n_iter_no_change=10, tol=1e-4, device="cpu",
+                 random_state=None, verbose=0):
         self.n_histo_tokens = n_histo_tokens
         self.pathway_sizes = pathway_sizes
         self.fusion = fusion
@@ -199,9 +228,13 @@ class PrototypeSurvival(SurvivalMixin, BaseEstimator):
         self.ot_reg_m = ot_reg_m
         self.learning_rate = learning_rate
         self.weight_decay = weight_decay
-        self.max_epochs = max_epochs
+        self.max_iter = max_iter
         self.warmup_epochs = warmup_epochs
         self.batch_size = batch_size
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -252,75 +285,56 @@ class PrototypeSurvival(SurvivalMixin, BaseEstimator):
         """
         import torch
 
+        from ..utils._training import fit_module
         from ._fusion_net import FusionNet, nll_loss
 
         name = type(self).__name__
-        if y is None:
-            raise ValueError(f"{name} requires y to be passed, but the target y is None.")
-        X = validate_data(self, as_numpy(X), dtype=[np.float64, np.float32], ensure_min_samples=2)
-        event, time = check_survival_target(y, estimator=self)
-        check_consistent_length(X, time)
+        X, event, time, device = self._validate_survival_fit(X, y)
         token_dim, sizes = self._layout(X.shape[1])
         self.histo_token_dim_ = token_dim
         self.pathway_sizes_ = np.asarray(sizes, dtype=np.int64)
-        device = resolve_device(self.device)
-        generator = torch_generator(self.random_state)
+        generator = torch_generator(self.random_state)  # weights, then batch order and dropout masks
         n_out = 1 if self.loss == "cox" else self.n_time_bins
-        module = FusionNet(self.n_histo_tokens, token_dim, sizes, self.embed_dim, self.id_embed_dim, self.fusion,
-                           n_out, float(self.dropout), float(self.ot_reg), float(self.ot_reg_m), generator)
-        module.to(device)
-        Xt = to_tensor(X, device, torch.float32)
-        event_f = event.astype(np.float32)
-        if self.loss == "nll":
-            self.time_bins_ = self._bins(time, event)
-            bins_t = to_tensor(self._bin_index(time).astype(np.int64), device)
-        et = to_tensor(event_f, device)
+        with torch_threads():
+            module = FusionNet(self.n_histo_tokens, token_dim, sizes, self.embed_dim, self.id_embed_dim,
+                               self.fusion, n_out, float(self.dropout), float(self.ot_reg), float(self.ot_reg_m),
+                               generator)
+            columns = [time, event.astype(np.float64)]
+            if self.loss == "nll":
+                self.time_bins_ = self._bins(time, event)
+                columns.append(self._bin_index(time).astype(np.float64))
+            target = np.column_stack(columns)
+            nll_alpha = float(self.nll_alpha)
 
-        n = X.shape[0]
-        steps_per_epoch = math.ceil(n / self.batch_size)
-        total = self.max_epochs * steps_per_epoch
-        warmup = min(self.warmup_epochs * steps_per_epoch, total - 1)
-
-        def schedule(step):
-            if step < warmup:
-                return (step + 1) / warmup
-            return 0.5 * (1.0 + math.cos(math.pi * (step - warmup) / max(1, total - warmup)))
-
-        optimizer = torch.optim.AdamW(module.parameters(), lr=self.learning_rate, weight_decay=self.weight_decay)
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
-        curve = []
-        module.train()
-        for epoch in range(self.max_epochs):
-            perm = torch.randperm(n, generator=generator).numpy()
-            total_loss, counted = 0.0, 0
-            for start in range(0, n, self.batch_size):
-                idx = perm[start:start + self.batch_size]
+            def train_step(net, xb, yb):
+                logits = net(xb, generator if net.training else None)
                 if self.loss == "cox":
-                    order, last = cox_sort_keys(time[idx])
-                    idx = idx[order]
-                    n_events = int(event[idx].sum())
-                    if n_events == 0:
-                        scheduler.step()
-                        continue
-                idx_t = to_tensor(idx, device)
-                logits = module(Xt[idx_t], generator)
-                if self.loss == "cox":
-                    loss = cox_negative_log_likelihood(logits[:, 0], et[idx_t], to_tensor(last, device), n_events)
-                else:
-                    loss = nll_loss(logits, bins_t[idx_t], et[idx_t], float(self.nll_alpha))
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
-                scheduler.step()
-                total_loss += float(loss.detach()) * len(idx)
-                counted += len(idx)
-            curve.append(total_loss / counted if counted else np.nan)
-            if self.verbose:
-                print(f"[{name}] epoch {epoch + 1}/{self.max_epochs} loss {curve[-1]:.5f}")
-        module.eval()
-        self.module_ = module.cpu()
-        self.loss_curve_ = np.asarray(curve)
-        self.n_iter_ = self.max_epochs
+                    return cox_batch_loss(logits[:, 0], yb[:, 0], yb[:, 1])
+                return nll_loss(logits, yb[:, 2].long(), yb[:, 1], nll_alpha)
+
+            n_train = X.shape[0] - (int(math.ceil(self.validation_fraction * X.shape[0])) if self.early_stopping
+                                    else 0)
+            steps_per_epoch = math.ceil(max(n_train, 1) / self.batch_size)
+            total = self.max_iter * steps_per_epoch
+            warmup = min(self.warmup_epochs * steps_per_epoch, total - 1)
+
+            def schedule(step):
+                if step < warmup:
+                    return (step + 1) / warmup
+                return 0.5 * (1.0 + math.cos(math.pi * (step - warmup) / max(1, total - warmup)))
+
+            result = fit_module(
+                module, X, target, train_step=train_step, max_iter=self.max_iter, batch_size=self.batch_size,
+                learning_rate=self.learning_rate, optimizer="adamw", weight_decay=self.weight_decay,
+                early_stopping=self.early_stopping, validation_fraction=self.validation_fraction,
+                n_iter_no_change=self.n_iter_no_change, tol=self.tol,
+                lr_schedule=lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, schedule),
+                lr_schedule_interval="batch", device=device, random_state=generator, verbose=self.verbose,
+                name=name)
+        self.module_ = result.module
+        self.loss_curve_ = list(result.loss_curve)
+        self.validation_scores_ = result.validation_scores
+        self.n_iter_ = result.n_iter
         if self.loss == "cox":
             self.event_times_, self.cum_baseline_hazard_ = breslow_baseline(self._logits(X)[:, 0], time, event)
         return self
@@ -331,7 +345,7 @@ class PrototypeSurvival(SurvivalMixin, BaseEstimator):
         device = resolve_device(self.device)
         module = self.module_ if device.type == "cpu" else copy.deepcopy(self.module_).to(device)
         out = []
-        with torch.no_grad():
+        with torch_threads(), torch.no_grad():
             for start in range(0, X.shape[0], 1024):
                 xb = to_tensor(X[start:start + 1024], device, torch.float32)
                 out.append(to_numpy(module(xb), dtype=np.float64))

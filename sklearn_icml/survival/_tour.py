@@ -67,7 +67,7 @@ def _run_fusion(device="cpu", quick=False):
     enc = PrototypeEncoder(8, output="allcat", device=device, random_state=0).fit(b_tr)
     pe = PathwayEncoder(info.pathways, summary="none").fit(g_tr)
     net = PrototypeSurvival(8, pathway_sizes=list(pe.pathway_sizes_), embed_dim=32,
-                            id_embed_dim=8, learning_rate=3e-3, max_epochs=40 if quick else 50, device=device,
+                            id_embed_dim=8, learning_rate=3e-3, max_iter=40 if quick else 50, device=device,
                             random_state=0)
     net.fit(np.hstack([enc.transform(b_tr), pe.transform(g_tr)]), y_tr)
     seconds = time.perf_counter() - start

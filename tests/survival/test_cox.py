@@ -11,8 +11,6 @@ from sklearn.preprocessing import StandardScaler
 
 from sklearn_icml.survival import CoxSurvival, Surv
 
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
-
 
 def _data(n=150, p=3, seed=0, ties=False, nonlinear=False):
     rng = np.random.RandomState(seed)
@@ -148,8 +146,76 @@ def test_matches_scikit_survival_coxph(loader):
         assert abs(c_ours - c_theirs) <= 0.01
 
 
-@pytest.mark.parametrize("device", DEVICES)
 def test_device_parity(device):
     X, y = _data()
     np.testing.assert_allclose(CoxSurvival(device=device).fit(X, y).coef_, CoxSurvival().fit(X, y).coef_,
                                rtol=1e-6, atol=1e-8)
+
+
+def test_batch_loss_in_any_order_matches_the_direct_loop():
+    import torch
+
+    from sklearn_icml.survival._base import cox_batch_loss
+
+    X, y = _data(ties=True)
+    eta = np.random.RandomState(2).normal(size=len(X))
+    perm = np.random.RandomState(3).permutation(len(X))
+    t = torch.as_tensor(y["time"][perm])
+    e = torch.as_tensor(y["event"][perm].astype(np.float64))
+    loss = cox_batch_loss(torch.as_tensor(eta[perm]), t, e, normalizer=len(X))
+    assert float(loss) == pytest.approx(_breslow_nll_loop(eta, y["event"], y["time"]), rel=1e-12)
+    # default normalizer: the number of events; a batch without events costs 0
+    assert float(cox_batch_loss(torch.zeros(3), torch.ones(3), torch.zeros(3))) == 0.0
+
+
+def test_adam_epochs_follow_the_training_layer_and_early_stopping():
+    X, y = _data(n=200)
+    cox = CoxSurvival((8,), solver="adam", learning_rate=1e-2, batch_size=50, max_iter=300, n_iter_no_change=3,
+                      tol=1e-3, early_stopping=True, validation_fraction=0.2, random_state=0).fit(X, y)
+    assert cox.n_iter_ < 300 and len(cox.loss_curve_) == len(cox.validation_scores_) == cox.n_iter_
+    assert cox.n_iter_ - (int(np.argmin(cox.validation_scores_)) + 1) > 3
+    assert cox.score(X, y) > 0.7
+    lbfgs = CoxSurvival().fit(X, y)
+    assert len(lbfgs.loss_curve_) == 2 and lbfgs.loss_curve_[-1] == lbfgs.loss_ < lbfgs.loss_curve_[0]
+    assert lbfgs.validation_scores_ is None and lbfgs.device_ == "cpu"
+
+
+def test_predict_is_the_network_and_coefs_are_its_weights():
+    X, y = _data(nonlinear=True)
+    cox = CoxSurvival((6,), activation="elu", alpha=0.1, solver="adam", max_iter=5, random_state=0).fit(X, y)
+    h = (X - cox.mean_) / cox.scale_
+    h = h @ cox.coefs_[0] + cox.intercepts_[0]
+    h = np.where(h > 0, h, np.expm1(np.minimum(h, 0)))
+    np.testing.assert_allclose(cox.predict(X), (h @ cox.coefs_[1])[:, 0], rtol=1e-10, atol=1e-12)
+
+
+def test_cuda_without_a_gpu_raises_before_any_work(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    X, y = _data()
+    X[0, 0] = np.nan  # the device error comes first, before validating the data
+    with pytest.raises(ValueError, match="device='cuda' was requested"):
+        CoxSurvival(device="cuda").fit(X, y)
+
+
+def test_fit_and_predict_run_under_the_thread_rule(monkeypatch):
+    from contextlib import contextmanager
+
+    from sklearn_icml.survival import _cox
+
+    entered = []
+    real = _cox.torch_threads
+
+    @contextmanager
+    def recording(*args, **kwargs):
+        entered.append(True)
+        with real(*args, **kwargs) as n:
+            yield n
+
+    monkeypatch.setattr(_cox, "torch_threads", recording)
+    X, y = _data()
+    cox = CoxSurvival().fit(X, y)
+    n_fit = len(entered)
+    cox.predict(X)
+    assert n_fit >= 1 and len(entered) > n_fit

@@ -66,7 +66,7 @@ def test_fusion_network_behind_the_encoders():
     genes = [c for c in frame.columns if c != "bag"]
     pathways = PathwayEncoder(info.pathways, summary="none")
     features = ColumnTransformer([("histo", PrototypeEncoder(4, random_state=0), "bag"), ("omics", pathways, genes)])
-    net = PrototypeSurvival(4, pathway_sizes=[4, 4], embed_dim=8, id_embed_dim=2, max_epochs=3, random_state=0)
+    net = PrototypeSurvival(4, pathway_sizes=[4, 4], embed_dim=8, id_embed_dim=2, max_iter=3, random_state=0)
     pipe = make_pipeline(features, StandardScaler(), net).fit(frame, y)
     assert pipe.predict(frame).shape == (80,)
     assert 0.0 <= pipe.score(frame, y) <= 1.0

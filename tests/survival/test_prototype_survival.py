@@ -7,8 +7,6 @@ import pytest
 
 from sklearn_icml.survival import PrototypeSurvival, Surv
 
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
-
 
 def _data(n=120, seed=0, K=3, t=2, sizes=(3, 2)):
     """Tokens whose first histology weight drives the risk, plus pathway blocks whose first gene does too."""
@@ -20,7 +18,7 @@ def _data(n=120, seed=0, K=3, t=2, sizes=(3, 2)):
 
 
 SMALL = dict(n_histo_tokens=3, pathway_sizes=[3, 2], embed_dim=8, id_embed_dim=4, learning_rate=1e-2,
-             max_epochs=20, batch_size=40, random_state=0)
+             max_iter=20, batch_size=40, random_state=0)
 
 
 def test_batched_unbalanced_sinkhorn_equals_pot_per_problem():
@@ -47,7 +45,7 @@ def test_both_fusions_and_losses_learn_the_signal(fusion, loss):
     X_te, y_te = _data(seed=1)
     net = PrototypeSurvival(fusion=fusion, loss=loss, **SMALL).fit(X, y)
     assert net.score(X_te, y_te) > 0.7
-    assert net.loss_curve_.shape == (20,) and net.loss_curve_[-1] < net.loss_curve_[0]
+    assert len(net.loss_curve_) == net.n_iter_ <= 20 and net.loss_curve_[-1] < net.loss_curve_[0]
     surv = net.predict_survival_function(X_te[:4])
     assert np.all(np.diff(surv, axis=1) <= 1e-12) and np.all((surv >= 0) & (surv <= 1))
     if loss == "nll":
@@ -63,11 +61,11 @@ def test_histology_only_and_layout_errors():
     net = PrototypeSurvival(**{**SMALL, "pathway_sizes": None, "fusion": "ot"}).fit(X, y)
     assert net.pathway_sizes_.shape == (0,) and net.histo_token_dim_ == 2
     with pytest.raises(ValueError, match="do not split into n_histo_tokens=4"):
-        PrototypeSurvival(n_histo_tokens=4, max_epochs=1).fit(X, y)
+        PrototypeSurvival(n_histo_tokens=4, max_iter=1).fit(X, y)
     with pytest.raises(ValueError, match="positive integers"):
-        PrototypeSurvival(n_histo_tokens=3, pathway_sizes=[0], max_epochs=1).fit(X, y)
+        PrototypeSurvival(n_histo_tokens=3, pathway_sizes=[0], max_iter=1).fit(X, y)
     with pytest.raises(ValueError, match="requires y"):
-        PrototypeSurvival(n_histo_tokens=3, max_epochs=1).fit(X, None)
+        PrototypeSurvival(n_histo_tokens=3, max_iter=1).fit(X, None)
 
 
 def test_global_torch_rng_is_untouched():
@@ -75,14 +73,22 @@ def test_global_torch_rng_is_untouched():
 
     X, y = _data(n=40)
     state = torch.get_rng_state()
-    PrototypeSurvival(**{**SMALL, "max_epochs": 2}).fit(X, y).predict(X)
+    PrototypeSurvival(**{**SMALL, "max_iter": 2}).fit(X, y).predict(X)
     assert torch.equal(state, torch.get_rng_state())
 
 
-@pytest.mark.parametrize("device", DEVICES)
 def test_device_parity(device):
     X, y = _data(n=80)
-    params = {**SMALL, "max_epochs": 3, "fusion": "ot"}
+    params = {**SMALL, "max_iter": 3, "fusion": "ot"}
     gpu = PrototypeSurvival(device=device, **params).fit(X, y)
     cpu = PrototypeSurvival(**params).fit(X, y)
     np.testing.assert_allclose(gpu.predict(X), cpu.predict(X), rtol=1e-3, atol=1e-4)
+
+
+def test_early_stopping_and_device_attribute():
+    X, y = _data(n=150)
+    net = PrototypeSurvival(**{**SMALL, "max_iter": 200, "early_stopping": True, "n_iter_no_change": 3,
+                               "validation_fraction": 0.2}).fit(X, y)
+    assert net.device_ == "cpu" and net.n_iter_ < 200
+    assert len(net.validation_scores_) == len(net.loss_curve_) == net.n_iter_
+    assert net.n_iter_ - (int(np.argmin(net.validation_scores_)) + 1) > 3
