@@ -262,3 +262,19 @@ def test_meta_bayes_search_cv_on_dask_equals_sequential(client):
     assert sequential.cv_results_["params"] == on_dask.cv_results_["params"]
     np.testing.assert_allclose(sequential.cv_results_["mean_test_score"], on_dask.cv_results_["mean_test_score"])
     assert sequential.best_params_ == on_dask.best_params_
+
+
+def test_tune_scheduler_on_dask_equals_sequential(client):
+    """tune_scheduler (S14) sends each setting x problem fit through sklearn.utils.parallel to the workers."""
+    from sklearn_icml.datasets import make_scheduling_dag
+    from sklearn_icml.optimize import GumbelScheduler, tune_scheduler
+
+    problems = [make_scheduling_dag(80, depth=5, random_state=s) for s in range(2)]
+    grid = {"init": ["stage0", "greedy"], "constraint": ["paper", "mask"]}
+    scheduler = GumbelScheduler(batch_size=4, max_iter=5, random_state=0)
+    sequential = tune_scheduler(scheduler, grid, problems, n_jobs=1)
+    with distributed.get_task_stream(client) as stream, joblib.parallel_config(backend="dask"):
+        on_dask = tune_scheduler(scheduler, grid, problems, n_jobs=-1)
+    _assert_ran_on_the_workers(stream, client)
+    assert sequential.best_params_ == on_dask.best_params_
+    np.testing.assert_array_equal(sequential.results_["objectives"], on_dask.results_["objectives"])

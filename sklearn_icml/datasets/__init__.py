@@ -42,3 +42,11 @@ __all__ += ["make_glm_duels"]
 from ._optimize import make_forrester_tasks, make_hpo_tasks  # noqa: E402
 
 __all__ += ["make_forrester_tasks", "make_hpo_tasks"]
+
+from ._scheduling import load_dcs_graph, make_scheduling_dag  # noqa: E402
+
+__all__ += ["load_dcs_graph", "make_scheduling_dag"]
+
+from ._regular_languages import make_regular_languages  # noqa: E402
+
+__all__ += ["make_regular_languages"]
