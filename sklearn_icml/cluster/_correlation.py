@@ -86,7 +86,7 @@ class _SignedGraphMixin:
 
 def _warn_if_sparse_graph(est):
     """The score's known trap: over graph settings it prefers sparse graphs cut into tiny clusters."""
-    n = est.labels_.size
+    n = int(np.count_nonzero(est.labels_ >= 0))  # alive vertices (a stream's deleted ids are -1)
     if n < 8:
         return
     mean_degree = 2.0 * est.n_edges_ / n

@@ -32,7 +32,7 @@ def _apply(est, Ap, kind, v):
 
 def _check_partition(est, alive):
     labels = est.labels_
-    assert labels.shape == (len(est._nbrs),)
+    assert labels.shape == (est._state.graph.n_seen,)
     dead = np.ones(len(labels), dtype=bool)
     dead[alive] = False
     assert (labels[dead] == -1).all()
@@ -149,7 +149,12 @@ def test_feature_stream_predict_and_score():
     pred = est.predict(new)
     assert len(set(pred.tolist())) == 3 and (pred >= 0).all()
     assert est.predict([[40.0, 40.0]])[0] == -1
-    assert est.score(new) == 0.0 or est.score(new) > est.score(new[[0, 0, 0]]) - 1000
+    # score: minus the disagreements of the predicted points, counted pair by pair on the rbf graph
+    for Z in (new, np.array([[2.0, 0.0], [0.0, 2.0], [0.2, 0.1]])):
+        pz = est.predict(Z)
+        plus = np.exp(-np.sum((Z[:, None, :] - X[None, :, :]) ** 2, axis=2)) > 0.5
+        same = (pz[:, None] >= 0) & (pz[:, None] == est.labels_[None, :])
+        assert est.score(Z) == -float(np.sum(plus & ~same) + np.sum(~plus & same))
     # the vertices of a deleted cluster no longer attract new points
     est.delete(np.flatnonzero(est.labels_ == pred[0]))
     assert est.predict(new[:1])[0] == -1
@@ -226,3 +231,67 @@ def test_generators():
             alive.remove(v)
     assert len(alive) == 101 - 25
     assert (make_vertex_stream(10, delete_every=None)[:, 0] == 0).all()
+
+
+def _brute_rbf(X, gamma, threshold):
+    D = np.exp(-gamma * np.sum((X[:, None, :] - X[None, :, :]) ** 2, axis=2)) > threshold
+    np.fill_diagonal(D, False)
+    return D
+
+
+def test_feature_stream_exact_mode_equals_static_agreement_on_the_stream_graph():
+    """Inserting feature vectors in batches (through the neighbour index) builds the rbf graph of the alive points."""
+    rng = np.random.RandomState(1)
+    X = rng.randint(4, size=(300, 1)) * 3.0 + 0.6 * rng.randn(300, 2)
+    est = DynamicCorrelationClustering(exact=True, gamma=1.0, threshold=0.3, random_state=0).fit(X[:40])
+    alive = list(range(40))
+    for start in range(40, 300, 13):
+        est.partial_fit(X[start:start + 13])
+        alive += list(range(start, min(start + 13, 300)))
+        gone = est.delete_random(3)
+        alive = [v for v in alive if v not in set(gone.tolist())]
+    ids = np.sort(alive)
+    D = _brute_rbf(X[ids], 1.0, 0.3)
+    graph = est._state.graph
+    got = np.zeros_like(D)
+    index = {v: i for i, v in enumerate(ids.tolist())}
+    for v in ids.tolist():
+        for u in graph.nbrs[v]:
+            got[index[v], index[u]] = True
+    np.testing.assert_array_equal(got, D)
+    ref, _ = agreement_labels(sp.csr_array(D), est.beta, est.lam)
+    np.testing.assert_array_equal(canonical_labels(est.labels_[ids]), ref)
+
+
+def test_knn_affinity_fit_equals_static_and_stream_edges_are_mutual_neighbours_at_arrival():
+    rng = np.random.RandomState(2)
+    X = rng.randint(3, size=(150, 1)) * 4.0 + rng.randn(150, 2)
+    k = 6
+    dyn = DynamicCorrelationClustering(affinity="knn", n_neighbors=k, exact=True, random_state=0).fit(X[:100])
+    static = CorrelationClustering(affinity="knn", n_neighbors=k).fit(X[:100])
+    np.testing.assert_array_equal(canonical_labels(dyn.labels_), static.labels_)
+    dyn.delete([3, 50])
+    alive = [v for v in range(100) if v not in (3, 50)]
+    for v in range(100, 150):
+        dyn.partial_fit(X[[v]])
+        # brute force: v's k nearest among the alive points, each having v closer than its own k-th other point
+        D = np.sqrt(((X[alive][:, None] - X[alive][None]) ** 2).sum(axis=2))
+        dv = np.sqrt(((X[alive] - X[v]) ** 2).sum(axis=1))
+        near = np.argsort(dv, kind="stable")[:k]
+        want = set()
+        for i in near.tolist():
+            others = np.sort(np.r_[np.delete(D[i], i), dv[i]])  # i's distances to the other alive points and v
+            if dv[i] <= others[k - 1]:
+                want.add(alive[i])
+        assert set(dyn._state.graph.nbrs[v]) == want
+        alive.append(v)
+    assert dyn.n_clusters_ >= 3 and dyn.n_load_queries_ > 0
+
+
+def test_load_queries_are_counted_apart_from_the_updates():
+    A, _ = make_planted_partition(200, 4, p_in=0.8, p_out=0.01, random_state=0)
+    est = DynamicCorrelationClustering(affinity="precomputed", random_state=0).fit(A)
+    deg = np.diff(sp.csr_array(A).indptr)
+    assert est.n_load_queries_ == deg.sum() + np.sum(deg ** 2)
+    assert est.n_queries_ == 0 and est.n_updates_ == 0
+    assert DynamicCorrelationClustering(affinity="precomputed").partial_fit(A[:1, :1]).n_load_queries_ == 0
