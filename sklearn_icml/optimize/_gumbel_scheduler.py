@@ -22,6 +22,7 @@ from sklearn.utils import check_random_state
 
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import DEVICE_CONSTRAINT, resolve_device, torch_generator, torch_threads
+from ..utils._training import ProgressReporter
 from ._gumbel_sampler import GumbelModel, LevelPlan, _init_logits
 from ._scheduling_base import StageSchedulerMixin
 from ._scheduling_greedy import greedy_split
@@ -30,20 +31,6 @@ from ._scheduling_greedy import greedy_split
 _T_MAX, _ETA_MIN = 50, 1e-7
 #: Logit scale of the initial one-hot rows: the release's stage-0 start (1, and 10 on roots); warm starts (10).
 _STAGE0_SCALE, _STAGE0_ROOT_SCALE, _WARM_SCALE = 1.0, 10.0, 10.0
-
-
-def _report(verbose, name, epoch, n_epochs, loss, best, bound, seconds):
-    """Progress line through the shared reporter when available (verbose only)."""
-    try:
-        from ..utils._training import ProgressReporter  # noqa: F401
-    except ImportError:  # pragma: no cover - the layer ships with the package
-        ProgressReporter = None
-    message = (f"epoch {epoch}/{n_epochs}  loss {loss:.5g}  best objective {best:.6g}  "
-               f"gap {best / bound - 1 if bound > 0 else 0.0:.3%}  {seconds:.1f} s")
-    if ProgressReporter is None:
-        print(f"[{name}] {message}")
-    else:
-        print(f"[{name}] {message}")
 
 
 class GumbelScheduler(StageSchedulerMixin, BaseEstimator):
@@ -92,7 +79,9 @@ class GumbelScheduler(StageSchedulerMixin, BaseEstimator):
     random_state : int, RandomState instance or None, default=None
         Seeds the Gumbel noise (drawn on the CPU, then moved to the device).
     verbose : int, default=0
-        Print progress every ``max(1, max_iter // 10)`` epochs when > 0.
+        Progress lines (loss, best objective, gap to the bound, seconds)
+        through the shared progress reporter: about 20 per fit with 1, every
+        epoch with 2.
 
     Attributes
     ----------
@@ -259,7 +248,7 @@ class GumbelScheduler(StageSchedulerMixin, BaseEstimator):
         best, best_value = initial.copy(), float(self.initial_objective_)
         history, losses = [(0, time.perf_counter() - start, best_value)], []
         bound = problem.lower_bound()
-        every = max(1, self.max_iter // 10)
+        reporter = ProgressReporter(type(self).__name__, max_iter=self.max_iter, verbose=self.verbose)
         for epoch in range(1, self.max_iter + 1):
             if self.time_limit is not None and time.perf_counter() - start >= self.time_limit:
                 break
@@ -281,7 +270,7 @@ class GumbelScheduler(StageSchedulerMixin, BaseEstimator):
                 best[plan.order] = stages[int(which)].cpu().numpy()
             losses.append(float(loss.detach()))
             history.append((epoch, time.perf_counter() - start, best_value))
-            if self.verbose and (epoch % every == 0 or epoch == self.max_iter):
-                _report(self.verbose, type(self).__name__, epoch, self.max_iter, losses[-1], best_value, bound,
-                        history[-1][1])
+            reporter.epoch(epoch, losses[-1], best_objective=f"{best_value:.6g}",
+                           gap=f"{best_value / bound - 1 if bound > 0 else 0.0:.3%}",
+                           seconds=f"{history[-1][1]:.1f}", force=epoch == self.max_iter)
         return best, history, losses
