@@ -124,8 +124,15 @@ CASES = {
 
 def captum_explainers(model, kind, comb, targets_of):
     import torch
-    from captum.attr import (FeatureAblation, GradientShap, InputXGradient, IntegratedGradients, KernelShap,
-                             NoiseTunnel, Saliency)
+    from captum.attr import (
+        FeatureAblation,
+        GradientShap,
+        InputXGradient,
+        IntegratedGradients,
+        KernelShap,
+        NoiseTunnel,
+        Saliency,
+    )
 
     if kind == "torch":
         forward = model
@@ -250,7 +257,8 @@ def run_case(name, make, seed, args, tables, bars):
         peer_time += (time.perf_counter() - start) / n_explain
         t_infd.add(name, label, infidelity(model_obj, Xe, maps, perturbations=I, target=t_of,
                                            device=args.device).mean())
-        sens = avg_sensitivity(lambda Z: _unit(explain(Z)), Xe, perturbations=eps, relative=False, squared=True)
+        sens = avg_sensitivity(lambda Z, explain=explain: _unit(explain(Z)), Xe, perturbations=eps, relative=False,
+                               squared=True)
         t_sens.add(name, label, sens.mean())
         t_rel.add(name, label, sens.mean())
         peer_best_sens = min(peer_best_sens, sens.mean())

@@ -13,9 +13,9 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClusterMixin
-from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
+from ..utils._random import draw_seed
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import as_numpy
 from ._correlation import _AFFINITY_CONSTRAINTS, _SignedGraphMixin, _warn_if_sparse_graph
@@ -466,7 +466,7 @@ class DynamicCorrelationClustering(_SignedGraphMixin, ClusterMixin, BaseEstimato
     # ------------------------------------------------------------------------------------------
     def _start(self):
         """A fresh state (and, for features, a fresh point index)."""
-        seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+        seed = draw_seed(self.random_state)
         self._state = DynamicAgreement(beta=self.beta, lam=self.lam, n_samples=self.n_samples,
                                        anchor_rate=self.anchor_rate, drift=self.drift,
                                        notify_hops=self.notify_hops, exact=self.exact, seed=seed)

@@ -22,6 +22,7 @@ from sklearn.utils import Bunch, check_random_state
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..utils._random import draw_seed
 from ..utils._sklearn_private import HasMethods, Interval, StrOptions, _fit_context
 from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device
 from ._attributions import BASE_METHODS, _Context, _draw, _feature_vector, _groups
@@ -350,7 +351,7 @@ default="auto"
 
         self.scale_ = X.std(axis=0) if self.feature_scale == "std" else np.ones(d)
         rng = check_random_state(self.random_state)
-        self.seed_ = int(rng.randint(np.iinfo(np.int32).max))
+        self.seed_ = draw_seed(rng)
         idx = rng.choice(n, size=min(n, _N_BACKGROUND), replace=False)
         self.background_ = X[np.sort(idx)]
         return self

@@ -15,10 +15,11 @@ order, gives the same maps row by row.
 """
 
 import inspect
+from collections.abc import Callable
 from itertools import combinations
 from math import comb
 from numbers import Integral, Real
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.utils import check_random_state

@@ -17,6 +17,9 @@ A model that returns NaN or infinite values (or, for a torch module, non-finite
 input gradients) on any evaluated point makes the method raise a ``ValueError``
 instead of returning NaN maps.
 
+Torch work runs under the thread rule (:func:`~sklearn_icml.utils._torch.torch_threads`):
+at most the threads the process may use, one inside joblib or Dask workers.
+
 The explained output of a 2-D output (class probabilities, logits, several
 regression targets) is one column per input row: ``target`` (an int, or one int
 per row) or, by default, the column with the largest value at the explained
@@ -24,10 +27,11 @@ input (the predicted class).
 """
 
 import copy
+
 import numpy as np
 from sklearn.utils.parallel import Parallel, delayed
 
-from ..utils._torch import resolve_device
+from ..utils._torch import resolve_device, torch_threads
 
 __all__ = ["_Model", "_is_torch_module", "make_model"]
 
@@ -148,7 +152,7 @@ class _Model:
             import torch
 
             outs = []
-            with torch.no_grad():
+            with torch_threads(), torch.no_grad():
                 for sl in _batches(n, self.batch_size):
                     xb = self._tensor(X[sl])
                     outs.append(self._squeeze(self.module(xb)).detach().to("cpu", torch.float64).numpy())
@@ -227,19 +231,20 @@ class _Model:
         n, d = X.shape
         grad = np.empty((n, d), dtype=np.float64)
         tt = None if t is None else torch.as_tensor(t, device=self.device)
-        for sl in _batches(n, self.batch_size):
-            xb = self._tensor(X[sl]).requires_grad_(True)
-            with torch.enable_grad():
-                out = self._squeeze(self.module(xb))
-                if tt is None:
-                    if out.ndim != 1:
-                        raise ValueError(f"{self.caller}: the module output has {out.shape[1]} columns; "
-                                         "give a target.")
-                    sel = out
-                else:
-                    sel = out.gather(1, tt[sl].unsqueeze(1)).squeeze(1)
-                (g,) = torch.autograd.grad(sel.sum(), xb)
-            grad[sl] = g.detach().to("cpu", torch.float64).numpy()
+        with torch_threads():
+            for sl in _batches(n, self.batch_size):
+                xb = self._tensor(X[sl]).requires_grad_(True)
+                with torch.enable_grad():
+                    out = self._squeeze(self.module(xb))
+                    if tt is None:
+                        if out.ndim != 1:
+                            raise ValueError(f"{self.caller}: the module output has {out.shape[1]} columns; "
+                                             "give a target.")
+                        sel = out
+                    else:
+                        sel = out.gather(1, tt[sl].unsqueeze(1)).squeeze(1)
+                    (g,) = torch.autograd.grad(sel.sum(), xb)
+                grad[sl] = g.detach().to("cpu", torch.float64).numpy()
         _check_finite(grad, "input gradients", self.caller)
         return grad
 

@@ -26,7 +26,7 @@ def _assert_kkt(G, w, value, tol=1e-8):
 @pytest.mark.parametrize("k", [2, 3, 4, 5, 6])
 def test_agrees_with_brute_force_on_small_k(k):
     rng = np.random.RandomState(k)
-    for trial in range(10):
+    for _trial in range(10):
         G = _random_psd(rng, k, rank=rng.randint(1, k + 2))
         w, value = solve_simplex_qp(G)
         _assert_kkt(G, w, value)
@@ -34,7 +34,7 @@ def test_agrees_with_brute_force_on_small_k(k):
         W = rng.dirichlet(np.ones(k), 20000)
         brute = np.einsum("ni,ij,nj->n", W, G, W).min()
         for _ in range(2):
-            sol = minimize(lambda x: x @ G @ x, rng.dirichlet(np.ones(k)), method="SLSQP",
+            sol = minimize(lambda x, G=G: x @ G @ x, rng.dirichlet(np.ones(k)), method="SLSQP",
                            bounds=[(0, 1)] * k, constraints=[{"type": "eq", "fun": lambda x: x.sum() - 1}])
             x = np.clip(sol.x, 0, None) / np.clip(sol.x, 0, None).sum()  # back onto the simplex exactly
             brute = min(brute, x @ G @ x)
