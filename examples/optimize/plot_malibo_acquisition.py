@@ -29,23 +29,22 @@ suggestions are random.
 # ------------------------------
 import matplotlib.pyplot as plt
 import numpy as np
-import torch
 
+import sklearn_icml
 from sklearn_icml.datasets import make_forrester_tasks
-from sklearn_icml.optimize import LikelihoodFreeOptimizer, MetaBayesianOptimizer, MetaLFBOClassifier
+from sklearn_icml.optimize import LikelihoodFreeOptimizer, MetaBayesianOptimizer
 
-# Networks this small train fastest on one CPU thread (a process-wide torch setting, which the
-# estimators leave alone; set it in your own script if it helps).
-torch.set_num_threads(1)
+# Networks this small train fastest on one CPU thread: the library's thread setting, applied inside
+# each fit and restored after it.
+sklearn_icml.set_config(n_threads=1)
 
 earlier = make_forrester_tasks(64, 32, family="shifted", random_state=0)
 target = make_forrester_tasks(1, 0, family="shifted", random_state=3).functions[0]
 
-optimizer = MetaBayesianOptimizer(
-    bounds=[(0.0, 1.0)], n_candidates=2048, random_state=0,
-    classifier=MetaLFBOClassifier(n_features=16, n_hidden=32, n_layers=3, max_epochs=300))
+# the default classifier: 16 features, 32 hidden units, 3 layers, at most 300 epochs
+optimizer = MetaBayesianOptimizer(bounds=[(0.0, 1.0)], n_candidates=2048, random_state=0)
 optimizer.fit(earlier.tasks)
-print(f"meta-trained on {optimizer.classifier_.n_meta_tasks_} tasks in {optimizer.classifier_.n_meta_epochs_} "
+print(f"meta-trained on {optimizer.classifier_.n_meta_tasks_} tasks in {optimizer.classifier_.n_meta_iter_} "
       "epochs")
 
 # %%

@@ -22,13 +22,13 @@ cross-validated accuracy.
 # ----------------
 import matplotlib.pyplot as plt
 import numpy as np
-import torch
 from sklearn.model_selection import GridSearchCV, RandomizedSearchCV, StratifiedKFold
 
+import sklearn_icml
 from sklearn_icml.datasets import make_hpo_tasks
-from sklearn_icml.optimize import LikelihoodFreeOptimizer, MetaBayesianOptimizer, MetaBayesSearchCV, MetaLFBOClassifier
+from sklearn_icml.optimize import LikelihoodFreeOptimizer, MetaBayesSearchCV
 
-torch.set_num_threads(1)  # small networks train fastest on one CPU thread
+sklearn_icml.set_config(n_threads=1)  # small networks train fastest on one CPU thread
 
 data = make_hpo_tasks(6, n_samples=120, grid_size=7, random_state=1)
 cv = StratifiedKFold(3, shuffle=True, random_state=0)  # the same folds for every search
@@ -44,8 +44,7 @@ print(f"new dataset ({data.names[5]}): best CV accuracy of the full {len(grid.cv
 # ---------------------------------
 n_iter = 20
 meta = MetaBayesSearchCV(
-    data.estimator, data.param_grid, n_iter=n_iter, meta_results=earlier, cv=cv, random_state=0,
-    optimizer=MetaBayesianOptimizer(classifier=MetaLFBOClassifier(n_features=16, n_hidden=32, max_epochs=300)))
+    data.estimator, data.param_grid, n_iter=n_iter, meta_results=earlier, cv=cv, random_state=0)
 meta.fit(X, y)
 cold = MetaBayesSearchCV(data.estimator, data.param_grid, n_iter=n_iter, cv=cv, random_state=0,
                          optimizer=LikelihoodFreeOptimizer()).fit(X, y)
@@ -68,6 +67,6 @@ fig.tight_layout()
 
 for name, search in (("meta-learned", meta), ("no meta-learning", cold)):
     hits = np.flatnonzero(search.cv_results_["mean_test_score"] >= best - 1e-12)
-    print(f"{name:>17}: reaches the grid's best after {hits[0] + 1 if hits.size else '> %d' % n_iter} settings; "
+    print(f"{name:>17}: reaches the grid's best after {hits[0] + 1 if hits.size else f'> {n_iter}'} settings; "
           f"best_params_ { {k: float(f'{v:.4g}') for k, v in search.best_params_.items()} }")
 plt.show()

@@ -10,7 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d, validate_data
 
 from ..utils._sklearn_private import HasMethods, Interval, StrOptions, _fit_context
-from ..utils._torch import as_numpy
+from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device
 from ._lfbo import _lfbo_rows
 from ._meta_lfbo import MetaLFBOClassifier
 from ._tasks import check_task_list, is_task_list, split_by_groups
@@ -63,6 +63,7 @@ class _LikelihoodFreeBase(BaseEstimator):
             The optimiser, with no observation of the new task yet.
         """
         name = type(self).__name__
+        self._resolve_device()
         if X is None:
             if y is not None:
                 raise ValueError(f"{name}.fit: y was given without X.")
@@ -83,6 +84,9 @@ class _LikelihoodFreeBase(BaseEstimator):
         self._fit_meta([(self._to_unit(X_t), y_t) for X_t, y_t in tasks], rng)
         self._start_run()
         return self
+
+    def _resolve_device(self):
+        """Check the ``device`` parameter before any work (a no-op for optimisers without torch)."""
 
     def _check_bounds(self, tasks, n_dims):
         name = type(self).__name__
@@ -270,7 +274,8 @@ class _LikelihoodFreeBase(BaseEstimator):
         func : callable
             ``func(x) -> float`` for one point ``x`` of shape ``(n_dims,)``.
         n_iter : int, default=16
-            Number of suggested evaluations.
+            Number of suggested evaluations; 0 (only with ``x0``) evaluates
+            the initial points alone.
         x0 : array-like of shape (n_initial, n_dims), default=None
             Initial points, evaluated first (not counted in ``n_iter``).
         y0 : array-like of shape (n_initial,), default=None
@@ -287,12 +292,21 @@ class _LikelihoodFreeBase(BaseEstimator):
             ``x`` and ``fun`` (best point and value), ``x_iters`` and
             ``func_vals`` (all evaluations in order), ``nfev``, ``nit``,
             ``success`` and ``message``.
+
+        Raises
+        ------
+        ValueError
+            If ``n_iter`` is negative, or 0 without ``x0`` (nothing would be
+            evaluated), or if ``func`` returns a non-finite value.
         """
         name = type(self).__name__
         if not callable(func):
             raise TypeError(f"{name}.minimize: func must be callable; got {type(func).__name__}.")
         if not isinstance(n_iter, Integral) or n_iter < 0:
             raise ValueError(f"{name}.minimize: n_iter must be a non-negative integer; got {n_iter!r}.")
+        if n_iter == 0 and x0 is None:
+            raise ValueError(f"{name}.minimize: n_iter=0 without x0 evaluates nothing, so there is no minimum to "
+                             "return; give n_iter >= 1 or initial points x0.")
         if not hasattr(self, "bounds_"):
             self.fit()
         self._start_run()
@@ -391,16 +405,24 @@ class MetaBayesianOptimizer(_LikelihoodFreeBase):
         ``n_iter_no_change=5``).
     classifier : MetaLFBOClassifier, default=None
         Template of the meta-learned classifier (network size, training
-        budget, ``device``); default ``MetaLFBOClassifier()``. It is cloned;
-        its ``gamma`` and ``weight_type`` are set to the optimiser's. A
-        classifier already meta-trained (by :meth:`MetaLFBOClassifier.meta_fit`
-        on tasks scaled to the unit cube) is reused as it is when :meth:`fit`
-        gets no earlier tasks.
+        budget); default ``MetaLFBOClassifier()``, a network small enough to
+        meta-train on a few hundred tasks in well under a minute on one CPU
+        core. It is cloned; its ``gamma``, ``weight_type`` and ``device`` are
+        set to the optimiser's. A classifier already meta-trained (by
+        :meth:`MetaLFBOClassifier.meta_fit` on tasks scaled to the unit cube)
+        is reused as it is when :meth:`fit` gets no earlier tasks.
+    device : {"cpu", "auto", "cuda"}, default="cpu"
+        Where meta-training runs; forwarded to the classifier. ``"cuda"``
+        without a GPU raises in :meth:`fit` (and :meth:`minimize`) before any
+        work.
     random_state : int, RandomState instance or None, default=None
-        Seeds meta-training (when the classifier has no seed of its own), the
-        candidates, the posterior draws and the trees.
+        Seeds the candidates, the posterior draws and the trees, and
+        meta-training: a seed drawn from it is forwarded to the classifier
+        unless the classifier has a ``random_state`` of its own.
     verbose : int, default=0
-        Print progress of :meth:`minimize` when positive.
+        Progress on standard output: each evaluation of :meth:`minimize`
+        with the best value so far when positive; meta-training's epochs too
+        (forwarded to a classifier whose own ``verbose`` is 0).
 
     Attributes
     ----------
@@ -409,6 +431,8 @@ class MetaBayesianOptimizer(_LikelihoodFreeBase):
     classifier_ : MetaLFBOClassifier
         The meta-trained classifier (unfitted template when there were no
         earlier tasks).
+    device_ : str
+        The resolved ``device`` (``"cpu"`` or ``"cuda"``).
     model_ : estimator or None
         Current acquisition model: the adapted classifier, the gradient
         boosting on top of it, or the meta-learned prior before two distinct
@@ -475,7 +499,7 @@ class MetaBayesianOptimizer(_LikelihoodFreeBase):
     ...     earlier.append((X_t, np.array([task(shift)(x) for x in X_t])))
     >>> opt = MetaBayesianOptimizer(
     ...     bounds=[(0.0, 1.0)], n_candidates=256, random_state=0,
-    ...     classifier=MetaLFBOClassifier(n_features=8, n_hidden=16, n_layers=3, max_epochs=300))
+    ...     classifier=MetaLFBOClassifier(n_features=8, n_hidden=16, n_layers=3, max_iter=300))
     >>> result = opt.fit(earlier).minimize(task(0.6), n_iter=6)
     >>> result.x_iters.shape
     (6, 1)
@@ -488,10 +512,11 @@ class MetaBayesianOptimizer(_LikelihoodFreeBase):
         "thompson": ["boolean"],
         "residual": ["boolean"],
         "classifier": [HasMethods(["meta_fit", "fit", "predict_proba"]), None],
+        "device": DEVICE_CONSTRAINT,
     }
 
     def __init__(self, bounds=None, *, gamma=1 / 3, weight_type="ei", n_candidates=5120, thompson=True,
-                 residual=True, gb_params=None, classifier=None, random_state=None, verbose=0):
+                 residual=True, gb_params=None, classifier=None, device="cpu", random_state=None, verbose=0):
         self.bounds = bounds
         self.gamma = gamma
         self.weight_type = weight_type
@@ -500,14 +525,22 @@ class MetaBayesianOptimizer(_LikelihoodFreeBase):
         self.residual = residual
         self.gb_params = gb_params
         self.classifier = classifier
+        self.device = device
         self.random_state = random_state
         self.verbose = verbose
 
+    def _resolve_device(self):
+        self.device_ = resolve_device(self.device).type
+
     def _fit_meta(self, tasks, rng):
         template = MetaLFBOClassifier() if self.classifier is None else self.classifier
-        clf = clone(template).set_params(gamma=self.gamma, weight_type=self.weight_type, prediction="mean")
-        if clf.get_params()["random_state"] is None:
+        clf = clone(template).set_params(gamma=self.gamma, weight_type=self.weight_type, prediction="mean",
+                                         device=self.device)
+        own = clf.get_params()
+        if own["random_state"] is None:
             clf.set_params(random_state=int(rng.randint(_SEED_MAX)))
+        if self.verbose and not own.get("verbose"):
+            clf.set_params(verbose=self.verbose)
         if tasks:
             clf.meta_fit(tasks)
         elif hasattr(clf, "_meta_state"):  # a classifier meta-trained beforehand (clone keeps its network)

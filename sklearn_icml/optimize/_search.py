@@ -12,6 +12,7 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils import check_array, check_random_state, get_tags
 
 from ..utils._sklearn_private import BaseSearchCV, HasMethods, Interval
+from ..utils._torch import DEVICE_CONSTRAINT, resolve_device
 from ._optimizer import MetaBayesianOptimizer
 
 __all__ = ["MetaBayesSearchCV"]
@@ -209,11 +210,21 @@ class MetaBayesSearchCV(BaseSearchCV):
         As in :class:`~sklearn.model_selection.GridSearchCV`. Use a
         deterministic splitter so all rounds use the same folds.
     verbose : int, default=0
-        Verbosity of the cross-validation.
+        Progress on standard output: when positive, each round's counter
+        and the best mean test score so far, and scikit-learn's
+        cross-validation messages as in
+        :class:`~sklearn.model_selection.GridSearchCV`; from 2 on, the
+        optimiser's meta-training epochs too.
     pre_dispatch : int or str, default="2*n_jobs"
         As in :class:`~sklearn.model_selection.GridSearchCV`.
+    device : {"cpu", "auto", "cuda"}, default="cpu"
+        Where the optimiser's meta-training runs; forwarded to an optimiser
+        with a ``device`` parameter (and by it to its classifier). ``"cuda"``
+        without a GPU raises in :meth:`fit` before any work.
     random_state : int, RandomState instance or None, default=None
-        Seeds the optimiser and the random candidates.
+        Seeds the random candidates, and the optimiser (a seed drawn from it
+        is forwarded, and by the optimiser to its classifier, unless the
+        optimiser has a ``random_state`` of its own).
     error_score : "raise" or float, default=np.nan
         Score of failed fits; the optimiser sees them as the worst values.
     return_train_score : bool, default=False
@@ -245,6 +256,8 @@ class MetaBayesSearchCV(BaseSearchCV):
         (minus the scores).
     n_meta_tasks_ : int
         Earlier searches used.
+    device_ : str
+        The resolved ``device`` (``"cpu"`` or ``"cuda"``).
     classes_ : ndarray of shape (n_classes,)
         Class labels (classifiers with ``refit``).
     n_features_in_ : int
@@ -299,12 +312,14 @@ class MetaBayesSearchCV(BaseSearchCV):
         "n_points": [Interval(Integral, 1, None, closed="left")],
         "meta_results": [list, tuple, None],
         "optimizer": [HasMethods(["fit", "observe", "suggest"]), None],
+        "device": DEVICE_CONSTRAINT,
         "random_state": ["random_state"],
     }
 
     def __init__(self, estimator=None, search_spaces=None, *, n_iter=32, n_points=1, meta_results=None,
                  optimizer=None, scoring=None, n_jobs=None, refit=True, cv=None, verbose=0,
-                 pre_dispatch="2*n_jobs", random_state=None, error_score=np.nan, return_train_score=False):
+                 pre_dispatch="2*n_jobs", device="cpu", random_state=None, error_score=np.nan,
+                 return_train_score=False):
         super().__init__(estimator=estimator, scoring=scoring, n_jobs=n_jobs, refit=refit, cv=cv,
                          verbose=verbose, pre_dispatch=pre_dispatch, error_score=error_score,
                          return_train_score=return_train_score)
@@ -313,6 +328,7 @@ class MetaBayesSearchCV(BaseSearchCV):
         self.n_points = n_points
         self.meta_results = meta_results
         self.optimizer = optimizer
+        self.device = device
         self.random_state = random_state
 
     def __sklearn_tags__(self):
@@ -340,6 +356,8 @@ class MetaBayesSearchCV(BaseSearchCV):
         self : object
             The fitted search.
         """
+        self._validate_params()
+        self.device_ = resolve_device(self.device).type  # before any work: "cuda" without a GPU raises here
         if hasattr(self.estimator, "__sklearn_tags__"):  # else the parameter validation reports it
             target_tags = get_tags(self.estimator).target_tags
             if y is None and target_tags.required:
@@ -389,14 +407,20 @@ class MetaBayesSearchCV(BaseSearchCV):
         rng = check_random_state(self.random_state)
         template = MetaBayesianOptimizer() if self.optimizer is None else self.optimizer
         optimizer = clone(template).set_params(bounds=[(0.0, 1.0)] * space.n_columns)
-        if optimizer.get_params().get("random_state") is None:
+        own = optimizer.get_params()
+        if own.get("random_state") is None:
             optimizer.set_params(random_state=int(rng.randint(np.iinfo(np.int32).max)))
+        if "device" in own:
+            optimizer.set_params(device=self.device)
+        if self.verbose > 1 and "verbose" in own and not own["verbose"]:
+            optimizer.set_params(verbose=self.verbose)
         tasks = self._meta_tasks(space)
         self.n_meta_tasks_ = len(tasks)
         optimizer.fit(tasks or None)
         n_candidates = optimizer.get_params()["n_candidates"]
         evaluated = set()
-        done = 0
+        done = n_rounds = 0
+        best = -np.inf
         while done < self.n_iter:
             configs, U = space.candidates(rng, n_candidates, evaluated)
             if not configs:
@@ -414,4 +438,10 @@ class MetaBayesSearchCV(BaseSearchCV):
             optimizer.observe(U[index], values)
             evaluated.update(space.key(c) for c in chosen)
             done += k
+            n_rounds += 1
+            if np.any(np.isfinite(scores)):
+                best = max(best, float(np.nanmax(scores)))
+            if self.verbose > 0:
+                print(f"[{name}] round {n_rounds}: {done}/{self.n_iter} settings evaluated, "
+                      f"best mean test score so far {best:.6g}", flush=True)
         self.optimizer_ = optimizer

@@ -11,10 +11,9 @@ def _run_malibo(device="cpu", quick=False):
 
     meta = make_forrester_tasks(48 if quick else 64, 32, family="shifted", random_state=0)
     targets = make_forrester_tasks(5 if quick else 8, 0, family="shifted", random_state=1)
-    classifier = MetaLFBOClassifier(n_features=16, n_hidden=32, n_layers=3, max_epochs=150 if quick else 300,
-                                    device=device)
+    classifier = MetaLFBOClassifier(max_iter=150) if quick else None  # the default network
     common = dict(bounds=[(0.0, 1.0)], n_candidates=1024, random_state=0)
-    malibo, seconds = fit_timed(MetaBayesianOptimizer(classifier=classifier, **common), meta.tasks)
+    malibo, seconds = fit_timed(MetaBayesianOptimizer(classifier=classifier, device=device, **common), meta.tasks)
     lfbo = LikelihoodFreeOptimizer(**common)
     n_iter = 8
     ours = np.median([malibo.minimize(f, n_iter).fun - f.minimum for f in targets.functions])

@@ -12,9 +12,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from sklearn_icml.optimize import MetaLFBOClassifier, likelihood_free_training_set
-from sklearn_icml.optimize._meta_lfbo import _embedding_penalty_terms, _features
+from sklearn_icml.optimize._meta_lfbo import _features
 
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
 SMALL = dict(n_features=8, n_hidden=16, n_layers=3, random_state=0)
 
 
@@ -94,12 +93,11 @@ def test_string_labels_and_sample_weight_equal_to_repetition():
     np.testing.assert_allclose(weighted.predict_proba(X), repeated.predict_proba(X), rtol=1e-7)
 
 
-@pytest.mark.parametrize("device", DEVICES)
 def test_meta_fit_is_reproducible_and_learns_the_family(device, forrester_meta):
     clf, data = forrester_meta
     assert clf.n_meta_tasks_ == 48 and clf.task_embeddings_.shape == (48, 16)
-    assert clf.meta_validation_curve_.min() < clf.meta_validation_curve_[0]
-    twin = MetaLFBOClassifier(n_features=16, n_hidden=32, n_layers=3, max_epochs=3, random_state=0, device=device)
+    assert min(clf.validation_scores_) < clf.validation_scores_[0]
+    twin = MetaLFBOClassifier(n_features=16, n_hidden=32, n_layers=3, max_iter=3, random_state=0, device=device)
     other = clone(twin).set_params(random_state=1)
     a, b, c = (m.meta_fit(data.tasks) for m in (twin, clone(twin), other))
     for Wa, Wb in zip(a.coefs_, b.coefs_):
@@ -117,10 +115,12 @@ def test_meta_fit_is_reproducible_and_learns_the_family(device, forrester_meta):
 def test_embeddings_follow_the_prior_and_the_penalty_scaling():
     import torch
 
+    from sklearn_icml.optimize._meta_lfbo_net import embedding_penalty_terms
+
     rng = np.random.RandomState(0)
     normal = torch.from_numpy(rng.standard_normal((256, 16)))
-    ks, cov = _embedding_penalty_terms(normal, torch)
-    zeros_ks, zeros_cov = _embedding_penalty_terms(torch.zeros(256, 16, dtype=torch.float64), torch)
+    ks, cov = embedding_penalty_terms(normal)
+    zeros_ks, zeros_cov = embedding_penalty_terms(torch.zeros(256, 16, dtype=torch.float64))
     assert float(zeros_ks) > 20 * float(ks) and float(zeros_cov) > 5 * float(cov)
     assert float(zeros_ks) == pytest.approx(0.25)  # KS distance of a point mass at 0: 1/2
 
@@ -128,7 +128,7 @@ def test_embeddings_follow_the_prior_and_the_penalty_scaling():
 def test_tasks_as_list_dict_or_stacked_with_groups_are_the_same(forrester_meta):
     _, data = forrester_meta
     tasks = data.tasks[:4]
-    params = dict(n_features=4, n_hidden=8, n_layers=2, max_epochs=2, random_state=0)
+    params = dict(n_features=4, n_hidden=8, n_layers=2, max_iter=2, random_state=0)
     a = MetaLFBOClassifier(**params).meta_fit(tasks)
     b = MetaLFBOClassifier(**params).meta_fit({f"t{i}": t for i, t in enumerate(tasks)})
     X = np.concatenate([t[0] for t in tasks])
@@ -177,7 +177,7 @@ def test_pipeline_and_grid_search_without_meta_data():
 
 def test_verbose_prints_the_losses(capsys, forrester_meta):
     _, data = forrester_meta
-    MetaLFBOClassifier(n_features=4, n_hidden=8, n_layers=2, max_epochs=2, verbose=1, random_state=0).meta_fit(
+    MetaLFBOClassifier(n_features=4, n_hidden=8, n_layers=2, max_iter=2, verbose=1, random_state=0).meta_fit(
         data.tasks[:3])
     assert "epoch" in capsys.readouterr().out
 
@@ -188,4 +188,75 @@ def test_cuda_request_without_gpu_is_a_clear_error(monkeypatch, forrester_meta):
     _, data = forrester_meta
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(ValueError, match="device='cuda'"):
-        MetaLFBOClassifier(device="cuda", max_epochs=1).meta_fit(data.tasks[:2])
+        MetaLFBOClassifier(device="cuda", max_iter=1).meta_fit(data.tasks[:2])
+
+
+def test_meta_training_loss_is_the_row_mean_of_the_likelihood_free_sets_plus_the_regulariser(forrester_meta):
+    import torch
+
+    from sklearn_icml.optimize._meta_lfbo import _init_network, _observation_table
+    from sklearn_icml.optimize._meta_lfbo_net import MALIBONetwork, embedding_penalty_terms, make_train_step
+
+    _, data = forrester_meta
+    tasks = data.tasks[:5]
+    rng = np.random.RandomState(0)
+    coefs, intercepts, mean_coef, mean_intercept = _init_network(rng, 1, 8, 3, 6)
+    net = MALIBONetwork(coefs, intercepts, mean_coef, mean_intercept, len(tasks))
+    E = rng.standard_normal((len(tasks), 6))
+    with torch.no_grad():
+        net.embeddings.copy_(torch.from_numpy(E))
+    X = np.concatenate([X_t for X_t, _ in tasks])
+    table = (X,) + _observation_table(tasks, 1 / 3, "ei")
+    step = make_train_step(embedding_loss_weight=0.3, ks_scale=2.0, cov_scale=5.0, embedding_noise=0.5,
+                           generator=torch.Generator().manual_seed(0))
+    net.eval()  # no embedding noise
+    loss = float(step(net, tuple(torch.as_tensor(a) for a in table), None).detach())
+    # independently: the public likelihood-free training sets, one row per (observation, label), numpy forward pass
+    state = dict(coefs=coefs, intercepts=intercepts, mean_coef=mean_coef, mean_intercept=mean_intercept,
+                 x_mean=np.zeros(1), x_scale=np.ones(1))
+    terms = []
+    for t, (X_t, y_t) in enumerate(tasks):
+        X_rows, labels, w = likelihood_free_training_set(X_t, y_t)
+        phi, offset = _features(X_rows, state)
+        a = offset + phi @ E[t]
+        terms.append(w * (np.logaddexp(0, a) - labels * a))
+    ks, cov = embedding_penalty_terms(torch.from_numpy(E))
+    expected = np.concatenate(terms).mean() + 0.3 * (2.0 * float(ks) + 5.0 * float(cov))
+    assert loss == pytest.approx(expected, rel=1e-12)
+    # in training mode the embeddings are noisy: a different loss, reproducible from the generator
+    net.train()
+    noisy = [float(make_train_step(embedding_loss_weight=0.3, ks_scale=2.0, cov_scale=5.0, embedding_noise=0.5,
+                                   generator=torch.Generator().manual_seed(0))(
+        net, tuple(torch.as_tensor(a) for a in table), None).detach()) for _ in range(2)]
+    assert noisy[0] == noisy[1] != pytest.approx(loss)
+
+
+def test_stopping_rule_and_curves_follow_scikit_learn_mlp_meanings(forrester_meta):
+    _, data = forrester_meta
+    small = dict(n_features=4, n_hidden=8, n_layers=2, random_state=0)
+    fixed = MetaLFBOClassifier(max_iter=7, early_stopping=False, n_iter_no_change=7, **small).meta_fit(data.tasks[:6])
+    assert fixed.n_meta_iter_ == 7 == len(fixed.loss_curve_) and fixed.validation_scores_ is None
+    # tol larger than any change: the first epoch is the best, and more than n_iter_no_change epochs without
+    # improvement follow before the stop
+    stalled = MetaLFBOClassifier(max_iter=50, n_iter_no_change=3, tol=10.0, **small).meta_fit(data.tasks[:6])
+    assert stalled.n_meta_iter_ == 1 + 3 + 1 == len(stalled.validation_scores_)
+    assert all(np.isfinite(stalled.loss_curve_))
+
+
+def test_numpy_prediction_network_equals_the_torch_module():
+    import torch
+
+    from sklearn_icml.optimize._meta_lfbo import _init_network
+    from sklearn_icml.optimize._meta_lfbo_net import MALIBONetwork
+
+    rng = np.random.RandomState(1)
+    coefs, intercepts, mean_coef, mean_intercept = _init_network(rng, 3, 16, 4, 8)
+    net = MALIBONetwork(coefs, intercepts, mean_coef, mean_intercept, 2)
+    X = rng.standard_normal((20, 3))
+    state = dict(coefs=coefs, intercepts=intercepts, mean_coef=mean_coef, mean_intercept=mean_intercept,
+                 x_mean=np.zeros(3), x_scale=np.ones(3))
+    phi, offset = _features(X, state)
+    with torch.no_grad():
+        phi_t, offset_t = net.features(torch.from_numpy(X))
+    np.testing.assert_allclose(phi, phi_t.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(offset, offset_t.numpy(), rtol=1e-12)

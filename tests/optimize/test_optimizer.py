@@ -9,8 +9,6 @@ from sklearn.ensemble import GradientBoostingClassifier
 from sklearn_icml.datasets import make_forrester_tasks
 from sklearn_icml.optimize import LikelihoodFreeOptimizer, MetaBayesianOptimizer, MetaLFBOClassifier
 
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
-
 
 def _sphere(x):
     return float(np.sum((np.asarray(x) - 0.3) ** 2))
@@ -54,7 +52,7 @@ def test_zero_shot_first_query_maximises_the_meta_prior(forrester):
 def test_gradient_boosting_residual_starts_once_both_classes_hold_two_points(forrester):
     opt, _, targets = forrester
     f = targets.functions[1]
-    opt.minimize(f, 0)
+    opt.fit()  # a new run (fit without tasks keeps the meta-trained classifier)
     sizes = []
     for x in np.linspace(0.05, 0.95, 7):
         opt.observe([[x]], [f([x])])
@@ -124,7 +122,7 @@ def test_ask_tell_pool_mode_and_duplicate_guard():
 def test_fit_accepts_tasks_in_three_forms_and_infers_bounds():
     data = make_forrester_tasks(3, 8, random_state=0)
     params = dict(n_candidates=32, random_state=0, classifier=MetaLFBOClassifier(
-        n_features=4, n_hidden=8, n_layers=2, max_epochs=2, random_state=0))
+        n_features=4, n_hidden=8, n_layers=2, max_iter=2, random_state=0))
     a = MetaBayesianOptimizer(**params).fit(data.tasks)
     b = MetaBayesianOptimizer(**params).fit({i: t for i, t in enumerate(data.tasks)})
     X = np.concatenate([t[0] for t in data.tasks])
@@ -170,11 +168,61 @@ def test_minimize_without_fit_and_score_samples():
     np.testing.assert_allclose(opt.score_samples(grid), opt.model_.predict_proba(grid)[:, 1])
 
 
-@pytest.mark.parametrize("device", DEVICES)
 def test_device_of_meta_training(device):
     data = make_forrester_tasks(4, 8, random_state=0)
-    opt = MetaBayesianOptimizer(n_candidates=32, random_state=0, classifier=MetaLFBOClassifier(
-        n_features=4, n_hidden=8, n_layers=2, max_epochs=2, device=device))
+    opt = MetaBayesianOptimizer(n_candidates=32, random_state=0, device=device, classifier=MetaLFBOClassifier(
+        n_features=4, n_hidden=8, n_layers=2, max_iter=2))
     opt.fit(data.tasks)
-    assert opt.classifier_.n_meta_epochs_ == 2
+    assert opt.device_ == device and opt.classifier_.device_ == device
+    assert opt.classifier_.n_meta_iter_ == 2 == len(opt.classifier_.loss_curve_)
     assert all(isinstance(W, np.ndarray) for W in opt.classifier_.coefs_)
+
+
+def test_minimize_with_no_evaluation_is_an_error_unless_x0_is_given():
+    opt = LikelihoodFreeOptimizer(bounds=[(0.0, 1.0)], n_candidates=32, random_state=0)
+    calls = []
+    with pytest.raises(ValueError, match="n_iter=0 without x0"):
+        opt.minimize(lambda x: calls.append(1) or _sphere(x), n_iter=0)
+    assert not calls
+    res = opt.minimize(_sphere, n_iter=0, x0=[[0.05], [0.5]])
+    assert res.nfev == 2 and res.fun == pytest.approx(_sphere([0.5])) and _sphere([0.5]) < _sphere([0.05])
+    np.testing.assert_allclose(res.x, [0.5])
+    assert np.isfinite(res.fun) and res.success
+
+
+def test_device_random_state_and_verbose_are_forwarded_to_the_classifier(capsys):
+    data = make_forrester_tasks(4, 8, random_state=0)
+    template = MetaLFBOClassifier(n_features=4, n_hidden=8, n_layers=2, max_iter=3)
+    opt = MetaBayesianOptimizer(n_candidates=32, device="cpu", random_state=5, verbose=1, classifier=template)
+    res = opt.fit(data.tasks).minimize(data.functions[0], n_iter=3)
+    assert opt.device_ == "cpu" and opt.classifier_.device == "cpu"
+    assert template.get_params()["random_state"] is None  # the template is not modified ...
+    seed = opt.classifier_.random_state  # ... the clone gets a seed drawn from the optimiser's random_state
+    assert seed is not None and clone(opt).fit(data.tasks).classifier_.random_state == seed
+    out = capsys.readouterr().out
+    assert "[MetaLFBOClassifier]" in out and "epoch" in out  # meta-training progress
+    rounds = [line for line in out.splitlines() if line.startswith("[MetaBayesianOptimizer] evaluation")]
+    assert len(rounds) == 3
+    best = np.minimum.accumulate(res.func_vals)
+    for line, b in zip(rounds, best):
+        assert float(line.rsplit(" ", 1)[1]) == pytest.approx(b, rel=1e-5)
+    # silent by default
+    MetaBayesianOptimizer(n_candidates=32, random_state=5, classifier=template).fit(data.tasks).minimize(
+        data.functions[0], n_iter=2)
+    assert capsys.readouterr().out == ""
+
+
+def test_cuda_without_gpu_raises_before_any_work(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    data = make_forrester_tasks(3, 8, random_state=0)
+    opt = MetaBayesianOptimizer(n_candidates=32, device="cuda", classifier=MetaLFBOClassifier(
+        n_features=4, n_hidden=8, n_layers=2, max_iter=2))
+    with pytest.raises(ValueError, match="device='cuda'"):
+        opt.fit(data.tasks)
+    assert not hasattr(opt, "classifier_")
+    calls = []
+    with pytest.raises(ValueError, match="device='cuda'"):
+        clone(opt).set_params(bounds=[(0.0, 1.0)]).minimize(lambda x: calls.append(1) or 0.0, n_iter=2)
+    assert not calls

@@ -17,7 +17,7 @@ from sklearn_icml.optimize._search import _SearchSpace
 
 def _tiny(n_candidates=256):
     return MetaBayesianOptimizer(n_candidates=n_candidates, classifier=MetaLFBOClassifier(
-        n_features=8, n_hidden=16, n_layers=2, max_epochs=60, random_state=0))
+        n_features=8, n_hidden=16, n_layers=2, max_iter=60, random_state=0))
 
 
 def _data():
@@ -128,3 +128,45 @@ def test_tags_follow_the_estimator():
     assert get_tags(MetaBayesSearchCV(HistGradientBoostingClassifier(), {"max_depth": [2, 3]})).input_tags.allow_nan
     assert not get_tags(MetaBayesSearchCV(LogisticRegression(), {"C": [1.0]})).input_tags.allow_nan
     assert get_tags(MetaBayesSearchCV(Ridge(), {"alpha": [1.0]})).estimator_type == "regressor"
+
+
+def test_verbose_prints_each_round_with_the_best_score_so_far(capsys):
+    X, y = _data()
+    search = MetaBayesSearchCV(DecisionTreeClassifier(random_state=0), {"max_depth": [1, 2, 3, 4, 6]}, n_iter=4,
+                               cv=3, optimizer=_tiny(), random_state=0, verbose=1).fit(X, y)
+    out = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[MetaBayesSearchCV] round")]
+    assert len(out) == 4
+    scores = search.cv_results_["mean_test_score"]
+    for k, line in enumerate(out, start=1):
+        assert f"round {k}: {k}/4 settings evaluated" in line
+        assert float(line.rsplit(" ", 1)[1]) == pytest.approx(scores[:k].max(), rel=1e-5)
+
+
+def test_device_and_random_state_reach_the_classifier(monkeypatch):
+    import torch
+
+    X, y = _data()
+    grid = {"max_depth": [1, 2, 3, 4]}
+    search = MetaBayesSearchCV(DecisionTreeClassifier(random_state=0), grid, n_iter=2, cv=3, optimizer=_tiny(),
+                               device="cpu", random_state=3).fit(X, y)
+    assert search.device_ == "cpu" and search.optimizer_.device == "cpu"
+    assert search.optimizer_.classifier_.device == "cpu"
+    # no seed of its own: one drawn from the search's random_state, so two searches agree
+    unseeded = MetaBayesianOptimizer(n_candidates=64, classifier=MetaLFBOClassifier(n_features=4, n_hidden=8,
+                                                                                    n_layers=2, max_iter=2))
+    a, b = (MetaBayesSearchCV(DecisionTreeClassifier(random_state=0), grid, n_iter=2, cv=3, optimizer=unseeded,
+                              random_state=3).fit(X, y) for _ in range(2))
+    assert a.optimizer_.random_state == b.optimizer_.random_state is not None
+    assert a.optimizer_.classifier_.random_state == b.optimizer_.classifier_.random_state is not None
+    # "cuda" without a GPU: a clear error before any cross-validation fit
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    fitted = []
+
+    class Spy(DecisionTreeClassifier):
+        def fit(self, X, y, **kw):
+            fitted.append(1)
+            return super().fit(X, y, **kw)
+
+    with pytest.raises(ValueError, match="device='cuda'"):
+        MetaBayesSearchCV(Spy(), grid, n_iter=2, cv=3, optimizer=_tiny(), device="cuda").fit(X, y)
+    assert not fitted

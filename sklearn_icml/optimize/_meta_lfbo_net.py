@@ -1,0 +1,105 @@
+"""MALIBO's meta-training objective in torch: the multi-task network and its regularised loss.
+
+Imported lazily by :class:`~sklearn_icml.optimize.MetaLFBOClassifier.meta_fit`
+(torch is imported at the top here). Meta-training runs through the library's
+training layer, :func:`sklearn_icml.utils._training.fit_module`: MALIBO trains
+all earlier tasks jointly on mini-batches of their observations (no episodes),
+so one optimiser step per mini-batch of one loss expresses it, given as a
+custom ``train_step``:
+
+* the data are the earlier tasks' *observations* (standardised point, task
+  index, the weights of its label-0 row and of its label-1 row, and its
+  number of rows in the likelihood-free training set, 1 or 2), so the
+  layer's validation split holds out whole observations, never one of the two
+  rows of an observation below the threshold;
+* the batch loss is the weighted cross-entropy summed over the rows of the
+  batch's observations and divided by their number of rows (the per-row mean
+  of the likelihood-free training set), plus ``embedding_loss_weight`` times
+  the embedding regulariser; Gaussian noise is added to the embeddings in
+  training mode only (the validation loss is noise-free).
+"""
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..utils._mlp import StandardizedMLP
+
+__all__ = ["MALIBONetwork", "make_train_step"]
+
+
+class MALIBONetwork(nn.Module):
+    """``phi``, the mean head and the task embeddings; logit ``m(phi(x)) + z_t . phi(x)``.
+
+    ``phi`` is the library's :class:`~sklearn_icml.utils._mlp.StandardizedMLP`
+    in MALIBO's shape: an input layer, residual layers ``h <- elu(h + W h +
+    b)`` and an output layer, all followed by ELU, on inputs standardised by
+    ``x_mean`` / ``x_scale``. The initial weights are given in scikit-learn's
+    ``(fan_in, fan_out)`` layout (drawn by the estimator from its
+    ``random_state``, as for its numpy prediction network).
+    """
+
+    def __init__(self, coefs, intercepts, mean_coef, mean_intercept, n_tasks, *, x_mean=None, x_scale=None,
+                 dtype=torch.float64):
+        super().__init__()
+        n_in, n_features = coefs[0].shape[0], coefs[-1].shape[1]
+        hidden = [W.shape[1] for W in coefs[:-1]]
+        self.phi = StandardizedMLP(n_in, hidden, n_features, activation="elu", output_activation=True,
+                                   residual=True, x_mean=x_mean, x_scale=x_scale, dtype=dtype,
+                                   generator=torch.Generator().manual_seed(0)).set_coefs(coefs, intercepts)
+        self.mean_coef = nn.Parameter(torch.as_tensor(mean_coef, dtype=dtype).clone())
+        self.mean_intercept = nn.Parameter(torch.as_tensor([mean_intercept], dtype=dtype))
+        self.embeddings = nn.Parameter(torch.zeros(n_tasks, n_features, dtype=dtype))
+
+    def features(self, X):
+        """``phi(X)`` and the mean-head logit ``m(phi(X))``."""
+        phi = self.phi(X)
+        return phi, phi @ self.mean_coef + self.mean_intercept
+
+    def forward(self, X, task, noise=None):
+        phi, offset = self.features(X)
+        z = self.embeddings[task]
+        if noise is not None:
+            z = z + noise
+        return offset + (phi * z).sum(dim=1)
+
+
+def embedding_penalty_terms(E):
+    """Squared KS distance of each dimension to N(0, 1) (mean over dimensions) and the covariance error."""
+    T = E.shape[0]
+    sorted_E, _ = torch.sort(E.T.contiguous(), dim=1)  # one row per dimension: sorting rows is fast
+    cdf = torch.special.ndtr(sorted_E)
+    i = torch.arange(1, T + 1, dtype=E.dtype, device=E.device)
+    ks = torch.maximum((i / T - cdf).max(dim=1).values, (cdf - (i - 1) / T).max(dim=1).values)
+    ks_term = (ks ** 2).mean()
+    if T < 2:
+        return ks_term, torch.zeros((), dtype=E.dtype, device=E.device)
+    centred = E - E.mean(dim=0, keepdim=True)
+    cov = centred.T @ centred / (T - 1)
+    eye = torch.eye(E.shape[1], dtype=E.dtype, device=E.device)
+    return ks_term, ((cov - eye) ** 2).mean()
+
+
+def make_train_step(*, embedding_loss_weight, ks_scale, cov_scale, embedding_noise, generator):
+    """MALIBO's regularised multi-task loss as ``train_step(module, X_batch, y_batch)`` for ``fit_module``.
+
+    ``X_batch`` is ``(X, task, w_negative, w_positive, n_rows)``; ``y_batch``
+    is None. ``generator`` (a CPU :class:`torch.Generator`) draws the
+    embedding noise, which is then moved to the batch's device.
+    """
+
+    def train_step(module, X_batch, y_batch):
+        X, task, w_neg, w_pos, n_rows = X_batch
+        noise = None
+        if module.training and embedding_noise > 0:
+            noise = embedding_noise * torch.randn(X.shape[0], module.embeddings.shape[1], generator=generator,
+                                                  dtype=X.dtype).to(X.device)
+        a = module(X, task, noise)
+        # -log(1 - p) = softplus(a) for the label-0 row, -log p = softplus(-a) for the label-1 row
+        loss = (w_neg * F.softplus(a) + w_pos * F.softplus(-a)).sum() / n_rows.sum()
+        if embedding_loss_weight > 0:
+            ks, cov = embedding_penalty_terms(module.embeddings)
+            loss = loss + embedding_loss_weight * (ks_scale * ks + cov_scale * cov)
+        return loss
+
+    return train_step
