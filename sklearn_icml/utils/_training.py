@@ -348,6 +348,12 @@ def _make_net_class():
         def get_default_callbacks(self):
             return []  # replaced by the short list fit_module passes (no per-batch scoring)
 
+        def _set_training(self, training=True):
+            # skorch switches the mode of every submodule before every batch; switch only on a change
+            # (the mode the hand loops set once per epoch)
+            if self.module_.training != training:
+                super()._set_training(training)
+
         def get_all_learnable_params(self):
             for name, param in self.module_.named_parameters():
                 if param.requires_grad:
