@@ -17,6 +17,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
+from ..utils._repr import summarized_repr
 from ..utils._sklearn_private import Interval, _fit_context
 from ..utils._torch import as_numpy
 from ._action_set import ActionSet
@@ -253,6 +254,39 @@ class _BaseAgent(BaseEstimator):
             raise ValueError(f"{type(self).__name__}: X must hold integer item indices in [0, {self.n_items_}).")
         X = X.astype(np.intp)
         return self.borda_scores_[X[:, 0]] - self.borda_scores_[X[:, 1]]
+
+    def score(self, X=None, y=None):
+        """Not defined: an agent is rated by simulating it, with :func:`simulation_scorer`.
+
+        A dueling-bandit agent's hyper-parameters trade exploration against
+        regret, which no held-out set of logged duels measures (fitted
+        offline, candidates differing only in exploration settings would all
+        tie). Tune them with
+        ``GridSearchCV(agent, grid, scoring=simulation_scorer(env, horizon))``;
+        to rate the Borda ranking learned from logged duels, score
+        :meth:`decision_function` (e.g. ``scoring="roc_auc"``).
+
+        Parameters
+        ----------
+        X : array-like, default=None
+            Ignored.
+        y : array-like, default=None
+            Ignored.
+
+        Raises
+        ------
+        TypeError
+            Always, naming :func:`simulation_scorer`.
+        """
+        name = type(self).__name__
+        raise TypeError(f"{name} has no data-based score: its hyper-parameters trade exploration against regret, "
+                        "which only a simulation measures. Pass scoring=simulation_scorer(env, horizon) (from "
+                        f"sklearn_icml.bandits) to GridSearchCV/cross_validate, or score {name}.decision_function "
+                        "on held-out duels (scoring='roc_auc') to rate the learned Borda ranking.")
+
+    def __repr__(self, N_CHAR_MAX=700):
+        # pair/item features are large arrays: show their shape, not their values
+        return summarized_repr(self, N_CHAR_MAX=N_CHAR_MAX)
 
     # ---- simulation --------------------------------------------------------------------------
     def _run(self, n_rounds, oracle):

@@ -7,8 +7,6 @@ that into integer item codes, an outcome score in {1, 0.5, 0} ("first won",
 "tie", "second won") and a float covariate matrix, and back.
 """
 
-import warnings
-
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
 
@@ -155,30 +153,23 @@ def _is_missing(value):
     return False
 
 
-def check_ids(name, items, codes=None, *, what="X", self_battles="error"):
-    """Reject missing competitor ids (None, NaN, inf) and, given ``codes``, battles of a competitor with itself.
+def check_ids(name, items, *, what="X"):
+    """Reject missing competitor ids: None, NaN or infinity.
 
     Parameters
     ----------
     name : str
         The estimator's name, for messages.
-    items : ndarray
+    items : array-like
         Ids to check: the distinct ids found by :func:`encode_ids` (checking
         them costs nothing next to the battles), or any ids.
-    codes : ndarray of shape (n, 2), default=None
-        Codes of the battles in ``items``; a row whose two codes are equal
-        is a self-battle.
     what : str, default="X"
         Where the ids came from, for messages.
-    self_battles : {"error", "warn", "ignore"}, default="error"
-        What a self-battle in ``codes`` gets: a ``ValueError``, a
-        ``UserWarning`` saying it is ignored, or nothing.
 
     Notes
     -----
     NaN is never equal to itself, so a NaN id would become a new competitor on
-    each row; None and infinity are no competitor's name. A self-battle
-    carries no information about any rating.
+    each row; None and infinity are no competitor's name.
     """
     items = np.asarray(items).reshape(-1)
     if items.dtype.kind in "fc":
@@ -190,16 +181,6 @@ def check_ids(name, items, codes=None, *, what="X", self_battles="error"):
     if len(missing):
         raise ValueError(f"{name}: competitor ids must not be None, NaN or infinite; {what} holds "
                          f"{missing[0]!r}. Drop these battles or give the competitors names.")
-    if codes is not None and codes.shape[0] and self_battles != "ignore":
-        same = np.flatnonzero(codes[:, 0] == codes[:, 1])
-        if not same.size:
-            return
-        what_happened = (f"{same.size} battle(s) pit a competitor against itself (first: row {same[0]}, "
-                         f"{items[codes[same[0], 0]]!r})")
-        if self_battles == "error":
-            raise ValueError(f"{name}: a battle needs two different competitors; {what_happened}. Drop them.")
-        warnings.warn(f"{name}: {what_happened}; they carry no information on the ratings and are ignored.",
-                      UserWarning, stacklevel=3)
 
 
 def split_battles(name, X):

@@ -180,9 +180,9 @@ class BradleyTerryRanker(ClassifierMixin, BaseEstimator):
     covariates entering the logit linearly (e.g. differences in answer length
     for style control; oriented first minus second). Ids must not be None,
     NaN or infinite (``ValueError``). A battle of a competitor with itself
-    carries no information on the scores (it still informs the covariate
-    coefficients); without covariates such battles are ignored with a
-    ``UserWarning``. ``y`` holds outcome
+    carries no information on the scores (its logit does not depend on
+    them); it still informs the covariate coefficients, so it is kept.
+    ``y`` holds outcome
     labels, see ``win_labels`` and ``tie_labels``.
 
     Estimation: damped Newton on the distinct battles; the shift of the scores
@@ -324,8 +324,7 @@ class BradleyTerryRanker(ClassifierMixin, BaseEstimator):
         if ipw is not None:
             ipw = ipw / (np.dot(freq, ipw) / freq.sum())
         items, codes = encode_ids(ids)
-        # with covariates a self-battle still informs their coefficients; without, it is noise: say so
-        check_ids(name, items, codes, self_battles="warn" if Z.shape[1] == 0 else "ignore")
+        check_ids(name, items)
         self.items_ = items
         M = len(self.items_)
         buckets = _bt_solver.aggregate(codes, score, Z, freq, ipw, M)

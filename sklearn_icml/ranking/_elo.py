@@ -87,7 +87,8 @@ class EloRater(ClassifierMixin, BaseEstimator):
     ratings_ : ndarray of shape (n_items,)
         Current Elo ratings.
     n_battles_ : ndarray of shape (n_items,)
-        Battles each competitor has played (ties included even when dropped).
+        Battles each competitor has played (ties included even when dropped;
+        self-battles not).
     n_features_in_ : int
         Number of columns of ``X``.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -103,8 +104,9 @@ class EloRater(ClassifierMixin, BaseEstimator):
     the two id columns are validated as numeric but not used (Elo has no
     covariates). Ratings depend on the order of the rows: ``fit`` processes
     them in the given order, starting every competitor at ``init_rating``.
-    A battle of a competitor with itself would change no rating; it is
-    ignored (not counted in ``n_battles_``) with a ``UserWarning``. The
+    Ids must not be None, NaN or infinite (``ValueError``). A battle of a
+    competitor with itself would change no rating; it is skipped (and not
+    counted in ``n_battles_``). The
     expected score is evaluated as a logistic function of the rating gap, so
     no rating gap overflows; ratings beyond float64 (an absurd ``k``) raise a
     ``ValueError``.
@@ -207,7 +209,7 @@ class EloRater(ClassifierMixin, BaseEstimator):
                                                 classes=fixed)
         if reset:
             items, codes = encode_ids(ids)
-            check_ids(name, items, codes, self_battles="warn")
+            check_ids(name, items)
             self.classes_, self.first_wins_label_ = classes_, first
             self.items_ = items
             self.ratings_ = np.full(len(self.items_), float(self.init_rating))
@@ -215,17 +217,14 @@ class EloRater(ClassifierMixin, BaseEstimator):
         else:
             codes = lookup_ids(self.items_, ids)
             new = codes < 0
-            fresh = np.empty(0, dtype=object)
             if new.any():
                 fresh, fresh_codes = factorize(np.ascontiguousarray(ids[new]))
+                check_ids(name, fresh)
                 codes[new] = len(self.items_) + fresh_codes
-            items = np.concatenate([self.items_.astype(object), fresh.astype(object)]) if len(fresh) else self.items_
-            check_ids(name, items, codes, self_battles="warn")
-            if len(fresh):
-                self.items_ = items
+                self.items_ = np.concatenate([self.items_.astype(object), fresh.astype(object)])
                 self.ratings_ = np.concatenate([self.ratings_, np.full(len(fresh), float(self.init_rating))])
                 self.n_battles_ = np.concatenate([self.n_battles_, np.zeros(len(fresh))])
-        distinct = codes[:, 0] != codes[:, 1]  # self-battles change no rating (check_ids warned)
+        distinct = codes[:, 0] != codes[:, 1]  # self-battles change no rating: skipped
         codes, score = codes[distinct], score[distinct]
         self.n_battles_ += (np.bincount(codes[:, 0], minlength=len(self.items_))
                             + np.bincount(codes[:, 1], minlength=len(self.items_)))

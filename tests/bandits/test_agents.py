@@ -225,6 +225,33 @@ def test_grid_search_tunes_the_exploration_constant_against_the_simulator(hard):
                                       for s in np.random.RandomState(0).randint(np.iinfo(np.int32).max, size=2)])
 
 
+@pytest.mark.parametrize("agent", AGENTS, ids=_id)
+def test_plain_grid_search_points_at_the_simulation_scorer(agent, hard):
+    """Without scoring=..., the agent's score explains why and names simulation_scorer."""
+    X, y = hard.sample_duels(60, random_state=0)
+    agent = _with_items(agent, hard, 100)
+    grid = {"random_state": [0, 1]}
+    with pytest.raises(TypeError, match=r"simulation_scorer\(env, horizon\)"):
+        GridSearchCV(agent, grid, cv=2, error_score="raise").fit(X, y)
+    with pytest.raises(TypeError, match="simulation_scorer"):
+        clone(agent).fit(X, y).score(X, y)
+
+
+def test_repr_summarises_the_features_and_get_params_keeps_them():
+    env = GLMDuelingEnv.hard_instance(d=5, random_state=0)  # 64 items, (64, 64, 6) pair features
+    agent = BordaETC(**env.action_set, c_explore=2.0)
+    text = repr(agent)
+    assert text == "BordaETC(c_explore=2.0, pair_features=<array of shape (64, 64, 6), float64>)"
+    assert str(agent) == text and len(text) < 120
+    assert agent.get_params()["pair_features"] is env.action_set["pair_features"]
+    np.testing.assert_array_equal(clone(agent).pair_features, env.action_set["pair_features"])
+    # small arrays are still printed in full
+    small = BordaEXP3(item_features=[[0.0, 1.0], [1.0, 0.0]])
+    assert repr(small) == "BordaEXP3(item_features=[[0.0, 1.0], [1.0, 0.0]])"
+    # the HTML repr of notebooks uses the same text fallback
+    assert "(64, 64, 6)" in agent._repr_html_() and "-1., " not in agent._repr_html_()
+
+
 # ---- errors ------------------------------------------------------------------------------------------------
 def test_errors(hard):
     with pytest.raises(ValueError, match="pair_features"):
