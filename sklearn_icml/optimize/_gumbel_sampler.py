@@ -86,7 +86,10 @@ class GumbelModel:
             elif self.constraint == "paper":
                 # g <- softmax(z) * prod_p (b * CDF_p): zero below the latest parent, strictly positive above
                 g = torch.softmax(z, dim=-1) * torch.exp(self.n_parents[level][:, None] * self.log_bias)
-                g = g * cdf[:, parents].prod(dim=2)
+                k, width = parents.shape
+                gathered = cdf.index_select(1, parents.reshape(-1)).view(B, k, width, D)
+                for rank in range(width):  # a product by rank: cheaper to differentiate than prod() over zeros
+                    g = g * gathered[:, :, rank]
                 y_soft = torch.softmax(g, dim=-1)
             else:  # "mask": -inf below the latest parent
                 latest = stages.new_zeros(B, hi - lo)
@@ -116,7 +119,8 @@ class GumbelModel:
         else:
             mem = loads.sum(dim=-1) * 0.0
         if len(self.data_src):
-            crossed = cdf[:, self.data_src, :-1] * (1.0 - cdf[:, self.data_dst, :-1])
+            head = cdf.index_select(1, self.data_src)[..., :-1]
+            crossed = head * (1.0 - cdf.index_select(1, self.data_dst)[..., :-1])
             comm = crossed.sum(dim=(1, 2)) / len(self.data_src)
         else:
             comm = mem * 0.0
