@@ -20,6 +20,7 @@ from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import as_numpy
 from ._correlation import _AFFINITY_CONSTRAINTS, _SignedGraphMixin, _warn_if_sparse_graph
 from ._dynamic_agreement import DynamicAgreement
+from ._online_pivot import OnlinePivot
 from ._point_index import PointIndex
 from ._signed_graph import assign_to_clusters, cross_disagreements, plus_rows
 
@@ -47,8 +48,15 @@ class DynamicCorrelationClustering(_SignedGraphMixin, ClusterMixin, BaseEstimato
     within ``notify_hops`` hops are re-evaluated, so that a vertex is
     re-evaluated about once every ``drift * degree`` changes around it.
 
+    ``method="pivot"`` runs online Pivot instead, the natural peer: a new
+    vertex joins its earliest-arrived pivot neighbour or becomes a pivot, in
+    ``O(deg)`` queries per insertion.
+
     Parameters
     ----------
+    method : {"agreement", "pivot"}, default="agreement"
+        Dynamic Agreement (the paper's algorithm), or online Pivot (see
+        Notes); the Agreement parameters below are ignored for "pivot".
     beta : float, default=0.8
         Agreement threshold: ``(u, v)`` agree when
         ``|N[u] Δ N[v]| <= beta * max(|N[u]|, |N[v]|)`` (closed neighbourhoods).
@@ -105,7 +113,7 @@ class DynamicCorrelationClustering(_SignedGraphMixin, ClusterMixin, BaseEstimato
     n_clusters_ : int
         Number of clusters of the alive vertices.
     anchors_ : ndarray of shape (n_seen,) of bool
-        Which vertices are anchors now.
+        Which vertices are anchors now (pivots for ``method="pivot"``).
     n_queries_ : int
         Graph queries (degree, random neighbour, adjacency, one per neighbour
         listed) made by the updates since ``fit``.
@@ -160,6 +168,14 @@ class DynamicCorrelationClustering(_SignedGraphMixin, ClusterMixin, BaseEstimato
       re-evaluated vertex passes the notification on to one random neighbour
       with probability ``drift``.
 
+    Online Pivot (``method="pivot"``) ranks vertices by arrival, a uniformly
+    random order in the stream model: on insertions alone it is exactly Pivot
+    with that order (Ailon, Charikar and Newman), the online baseline of the
+    paper's experiments. When a pivot is deleted, the members of its cluster
+    are placed again in arrival order by the same rule; other clusters are not
+    revisited, so after deletions the partition can differ from Pivot
+    recomputed on the current graph. ``fit`` runs Pivot in id order.
+
     ``fit`` is the initial load: the whole graph is evaluated exactly at once
     (vectorised, like the static algorithm), anchors are drawn, and the links
     are made; updates then follow with ``partial_fit`` and ``delete``.
@@ -191,6 +207,7 @@ class DynamicCorrelationClustering(_SignedGraphMixin, ClusterMixin, BaseEstimato
     """
 
     _parameter_constraints = {
+        "method": [StrOptions({"agreement", "pivot"})],
         "beta": [Interval(Real, 0, None, closed="left")],
         "lam": [Interval(Real, 0, None, closed="left")],
         "n_samples": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
@@ -202,8 +219,10 @@ class DynamicCorrelationClustering(_SignedGraphMixin, ClusterMixin, BaseEstimato
         "random_state": ["random_state"],
     }
 
-    def __init__(self, *, beta=0.8, lam=0.4, n_samples="auto", anchor_rate=2.0, drift=0.5, notify_hops=2,
-                 exact=False, affinity="rbf", gamma=1.0, threshold=0.5, n_neighbors=10, random_state=None):
+    def __init__(self, *, method="agreement", beta=0.8, lam=0.4, n_samples="auto", anchor_rate=2.0, drift=0.5,
+                 notify_hops=2, exact=False, affinity="rbf", gamma=1.0, threshold=0.5, n_neighbors=10,
+                 random_state=None):
+        self.method = method
         self.beta = beta
         self.lam = lam
         self.n_samples = n_samples
@@ -467,9 +486,12 @@ class DynamicCorrelationClustering(_SignedGraphMixin, ClusterMixin, BaseEstimato
     def _start(self):
         """A fresh state (and, for features, a fresh point index)."""
         seed = draw_seed(self.random_state)
-        self._state = DynamicAgreement(beta=self.beta, lam=self.lam, n_samples=self.n_samples,
-                                       anchor_rate=self.anchor_rate, drift=self.drift,
-                                       notify_hops=self.notify_hops, exact=self.exact, seed=seed)
+        if self.method == "pivot":
+            self._state = OnlinePivot(seed=seed)
+        else:
+            self._state = DynamicAgreement(beta=self.beta, lam=self.lam, n_samples=self.n_samples,
+                                           anchor_rate=self.anchor_rate, drift=self.drift,
+                                           notify_hops=self.notify_hops, exact=self.exact, seed=seed)
         self._index = None if self.affinity == "precomputed" else \
             PointIndex(self.affinity, self.gamma, self.threshold, self.n_neighbors)
 

@@ -218,8 +218,8 @@ def agreement_labels(A, beta, lam):
 # ----------------------------------------------------------------------------------------------
 # Pivot / KwikCluster (Ailon, Charikar, Newman 2008)
 # ----------------------------------------------------------------------------------------------
-def pivot_labels(A, rng):
-    """One run of Pivot with a uniformly random order, vectorised.
+def pivot_labels(A, rng, rank=None):
+    """One run of Pivot with a uniformly random order (or the order ``rank``), vectorised.
 
     Sequential Pivot with order ``pi`` makes ``v`` a pivot iff no neighbour
     ranked before ``v`` is a pivot (a greedy maximal independent set), and puts
@@ -230,7 +230,7 @@ def pivot_labels(A, rng):
     n = A.shape[0]
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    rank = rng.permutation(n)
+    rank = rng.permutation(n) if rank is None else np.asarray(rank, dtype=np.int64)
     rows = np.repeat(np.arange(n), np.diff(A.indptr))
     cols = A.indices.astype(np.int64)
     lower = rank[cols] < rank[rows]

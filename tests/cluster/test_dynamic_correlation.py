@@ -295,3 +295,28 @@ def test_load_queries_are_counted_apart_from_the_updates():
     assert est.n_load_queries_ == deg.sum() + np.sum(deg ** 2)
     assert est.n_queries_ == 0 and est.n_updates_ == 0
     assert DynamicCorrelationClustering(affinity="precomputed").partial_fit(A[:1, :1]).n_load_queries_ == 0
+
+
+def test_online_pivot_is_pivot_in_arrival_order_and_costs_one_listing_per_insert():
+    Ap, _, events = _stream_graph(300, 6, 0.7, 0.02, seed=5, delete_every=None)
+    est = DynamicCorrelationClustering(method="pivot", affinity="precomputed", random_state=0)
+    for step, (kind, v) in enumerate(events):
+        before = est.n_queries_ if step else 0
+        _apply(est, Ap, kind, v)
+        deg = Ap[[v], :v].nnz
+        assert est.n_queries_ - before == deg + 1  # a degree query and one per neighbour listed
+        if step % 50 == 49:
+            n = v + 1
+            ref = pivot_labels(Ap[:n][:, :n], None, rank=np.arange(n))
+            np.testing.assert_array_equal(est.labels_, ref)
+    # deletions keep a valid partition; a deleted pivot's members are placed again
+    alive = list(range(300))
+    for v in est.delete_random(120).tolist():
+        alive.remove(v)
+    _check_partition(est, alive)
+    state = est._state
+    for v in alive:  # every vertex sits with an alive pivot adjacent to it, or is a pivot
+        p = state.pivot_of[v]
+        assert p == v or (state.pivot_of[p] == p and p in state.graph.pos[v])
+    fit = DynamicCorrelationClustering(method="pivot", affinity="precomputed").fit(Ap)
+    np.testing.assert_array_equal(fit.labels_, pivot_labels(Ap, None, rank=np.arange(300)))
