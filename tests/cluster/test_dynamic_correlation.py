@@ -102,20 +102,28 @@ def test_stream_quality_and_sublinear_queries():
     assert per_update < 0.5 * G.nnz
 
 
-def test_queries_per_update_grow_far_slower_than_the_graph():
-    def per_update(n):
-        A, _ = make_planted_partition(n, n // 40, p_in=0.8, p_out=8.0 / n, random_state=0)
+def test_queries_per_update_grow_far_slower_than_the_degree():
+    """Fixed number of clusters, so the mean degree grows with n: ours stays polylogarithmic, online Pivot's
+    O(deg) listing per insertion grows with the degree."""
+    def per_update(n, method):
+        A, _ = make_planted_partition(n, 4, p_in=0.5, p_out=0.01, random_state=0)
         n0 = n - 120
-        est = DynamicCorrelationClustering(affinity="precomputed", random_state=0).fit(A[:n0, :n0])
+        est = DynamicCorrelationClustering(method=method, affinity="precomputed", random_state=0)
+        est.fit(A[:n0, :n0])
         for k, i in enumerate(range(n0, n)):
             est.partial_fit(A[[i], : i + 1])
             if k % 4 == 3:
                 est.delete_random()
         assert est.n_updates_ == 150
-        return est.n_queries_ / est.n_updates_
+        return est.n_queries_ / est.n_updates_, 2 * A.nnz / n
 
-    small, large = per_update(1000), per_update(8000)
-    assert large < 2.0 * small  # the graph is 8x larger; a linear cost would be 8x
+    (ours_small, deg_small), (ours_large, deg_large) = per_update(500, "agreement"), per_update(2000, "agreement")
+    (piv_small, _), (piv_large, _) = per_update(500, "pivot"), per_update(2000, "pivot")
+    assert deg_large > 3.5 * deg_small  # the degree grows with n (about 4x)
+    slope = np.log(ours_large / ours_small) / np.log(4)
+    slope_pivot = np.log(piv_large / piv_small) / np.log(4)
+    assert slope < 0.5, slope  # an O(deg) or O(deg^2) algorithm would have a slope of 1 or 2
+    assert slope_pivot > 0.8, slope_pivot
 
 
 def test_same_random_state_same_stream_result_and_pickle_resumes():
