@@ -303,8 +303,9 @@ class CoxSurvival(SurvivalMixin, BaseEstimator):
             final.backward()
             grad_max = max(float(q.grad.abs().max()) for q in module.parameters())
             module.zero_grad(set_to_none=True)
+            self.loss_ = float(final.detach())
+            coefs, intercepts = mlp_coefs(module)
         self.module_ = module
-        self.loss_ = float(final.detach())
         self.loss_curve_ = (list(result.loss_curve) + [self.loss_] if self.solver == "lbfgs"
                             else list(result.loss_curve))
         self.validation_scores_ = result.validation_scores
@@ -315,7 +316,6 @@ class CoxSurvival(SurvivalMixin, BaseEstimator):
                 warnings.warn(f"{name}: L-BFGS reached max_iter={self.max_iter} with a gradient of {grad_max:.2e}; "
                               "increase max_iter, or add a penalty (alpha > 0) if the data are separable.",
                               ConvergenceWarning, stacklevel=2)
-        coefs, intercepts = mlp_coefs(module)
         self.coefs_, self.intercepts_ = coefs, intercepts
         if not sizes:
             self.coef_ = self.coefs_[0][:, 0] / scale
