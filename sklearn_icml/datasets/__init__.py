@@ -50,3 +50,7 @@ __all__ += ["load_dcs_graph", "make_scheduling_dag"]
 from ._regular_languages import make_regular_languages  # noqa: E402
 
 __all__ += ["make_regular_languages"]
+
+from ._scaling import make_scaling_runs  # noqa: E402
+
+__all__ += ["make_scaling_runs"]
