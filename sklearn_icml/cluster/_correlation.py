@@ -85,15 +85,20 @@ class _SignedGraphMixin:
 
 
 def _warn_if_sparse_graph(est):
-    """The score's known trap: over graph settings it prefers sparse graphs cut into tiny clusters."""
+    """The score's known trap: over graph settings it prefers sparse graphs cut into tiny clusters.
+
+    Only for graphs built from features (their settings are what a search would tune); the message
+    has no numbers, so Python's default filter shows it once per place rather than once per fit.
+    """
+    if est.affinity == "precomputed":
+        return
     n = int(np.count_nonzero(est.labels_ >= 0))  # alive vertices (a stream's deleted ids are -1)
     if n < 8:
         return
-    mean_degree = 2.0 * est.n_edges_ / n
-    if mean_degree < 4 and est.n_clusters_ > n / 4:
+    if 2.0 * est.n_edges_ / n < 4 and est.n_clusters_ > n / 4:
         warnings.warn(
-            f"{type(est).__name__}.score: the fitted graph is sparse (mean '+' degree {mean_degree:.2g}) and cut "
-            f"into {est.n_clusters_} clusters for {n} vertices. score counts disagreements on this estimator's own "
+            f"{type(est).__name__}.score: the fitted graph is sparse (mean '+' degree below 4) and cut into "
+            "clusters of fewer than 4 vertices on average. score counts disagreements on this estimator's own "
             "graph, so it compares clusterings of one graph only and favours sparser graphs: do not use it to "
             "choose affinity, gamma, threshold or n_neighbors; compare labels_ with known labels on a subset "
             "(adjusted_rand_score) instead.",
@@ -322,9 +327,10 @@ class CorrelationClustering(_SignedGraphMixin, ClusterMixin, BaseEstimator):
         towards all singletons. Tune the graph against labels instead: fit on
         all the data and compare ``labels_`` on a labelled subset with
         :func:`~sklearn.metrics.adjusted_rand_score` (see the user guide and
-        the gallery). A ``UserWarning`` says so when the fitted graph is
-        sparse (mean '+' degree below 4) and cut into clusters of fewer than
-        four vertices on average, the mark of that drift.
+        the gallery). For a graph built from features, a ``UserWarning`` says
+        so when the fitted graph is sparse (mean '+' degree below 4) and cut
+        into clusters of fewer than four vertices on average, the mark of that
+        drift.
 
         Parameters
         ----------

@@ -272,8 +272,11 @@ def test_score_warns_only_on_a_sparse_graph_cut_into_tiny_clusters():
         # all singletons on a dense graph (every vertex light) is a clustering of one graph: no warning
         A, _ = make_planted_partition(100, 2, p_in=0.8, p_out=0.01, random_state=0)
         CorrelationClustering(affinity="precomputed", beta=0.05).fit(A).score(A[:5])
-    with pytest.warns(UserWarning, match=r"mean '\+' degree 0\) and cut into 60 clusters for 60 vertices"):
+    with pytest.warns(UserWarning, match=r"mean '\+' degree below 4\) and cut into clusters of fewer than 4"):
         CorrelationClustering(gamma=1e6).fit(X).score(X[:5])
+    with warnings.catch_warnings():  # a precomputed graph has no graph settings to drift over
+        warnings.simplefilter("error")
+        CorrelationClustering(affinity="precomputed").fit(np.zeros((20, 20))).score(np.zeros((3, 20)))
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
