@@ -5,6 +5,9 @@ is caught, so a harness that silently stopped checking would fail.
 """
 
 import numpy as np
+from sklearn.base import clone
+
+from sklearn_icml.utils._torch import resolve_device
 
 from ._reference import ReferenceTorchClassifier
 
@@ -60,3 +63,88 @@ class MutatesInput(ReferenceTorchClassifier):
     def fit(self, X, y):
         X -= X.mean(axis=0)
         return super().fit(X, y)
+
+
+#: Process-wide cache of KeepsStateOutsideThePickle: what lives here does not travel with a pickle.
+_TEMPERATURES = {}
+
+
+class KeepsStateOutsideThePickle(ReferenceTorchClassifier):
+    """Keeps a fitted temperature in a module-level cache instead of on the estimator.
+
+    A pickle reloaded in the same process still finds it (scikit-learn's pickle
+    check passes); one reloaded in a fresh process does not.
+    """
+
+    def fit(self, X, y):
+        super().fit(X, y)
+        self._cache_key = id(self)
+        _TEMPERATURES[self._cache_key] = 3.0
+        return self
+
+    def decision_function(self, X):
+        return super().decision_function(X) / _TEMPERATURES.get(self._cache_key, 1.0)
+
+    def predict_proba(self, X):
+        logits = super().decision_function(X) / _TEMPERATURES.get(self._cache_key, 1.0)
+        if logits.ndim == 1:
+            logits = np.c_[-logits / 2, logits / 2]
+        logits -= logits.max(axis=1, keepdims=True)
+        proba = np.exp(logits)
+        return proba / proba.sum(axis=1, keepdims=True)
+
+
+class WorksBeforeRefusingCuda(ReferenceTorchClassifier):
+    """Standardises the data before it resolves ``device``, so a missing GPU is found after the work."""
+
+    def fit(self, X, y):
+        self.scale_ = np.asarray(X, dtype=float).std(axis=0)
+        return super().fit(X, y)
+
+
+class SilentCpuFallback(ReferenceTorchClassifier):
+    """Runs on the CPU without a word when ``device="cuda"`` finds no GPU."""
+
+    def fit(self, X, y):
+        try:
+            return super().fit(X, y)
+        except ValueError:
+            fallback = clone(self).set_params(device="cpu").fit(X, y)
+            vars(self).update({k: v for k, v in vars(fallback).items() if k.endswith("_")})
+            return self
+
+
+class NoDeviceAttribute(ReferenceTorchClassifier):
+    """Leaves no ``device_`` saying where the work ran."""
+
+    def fit(self, X, y):
+        super().fit(X, y)
+        del self.device_
+        return self
+
+
+class ChangesTorchThreads(ReferenceTorchClassifier):
+    """Sets torch to one thread for speed, as a benchmark script would, and never restores it."""
+
+    def fit(self, X, y):
+        import torch
+
+        torch.set_num_threads(1)
+        return super().fit(X, y)
+
+
+class IgnoresThreadRule(ReferenceTorchClassifier):
+    """Runs its torch work outside ``torch_threads``: torch's threads are never limited to the configured number."""
+
+    def fit(self, X, y):
+        device = resolve_device(self.device)
+        self._fit(X, y, device)
+        self.device_ = device.type
+        return self
+
+
+class DropsFeatureNames(ReferenceTorchClassifier):
+    """Converts a DataFrame to an array before validation, losing its column names."""
+
+    def fit(self, X, y):
+        return super().fit(np.asarray(X), y)

@@ -27,6 +27,7 @@ from sklearn_icml.utils._torch import (
     to_numpy,
     to_tensor,
     torch_generator,
+    torch_threads,
 )
 
 
@@ -58,6 +59,8 @@ class ReferenceTorchClassifier(ClassifierMixin, BaseEstimator):
         Intercepts.
     n_iter_ : int
         Gradient steps taken.
+    device_ : str
+        Where the gradient steps ran, ``"cpu"`` or ``"cuda"``.
     n_features_in_ : int
         Number of features seen in fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -98,6 +101,13 @@ class ReferenceTorchClassifier(ClassifierMixin, BaseEstimator):
         self : object
             Fitted estimator.
         """
+        device = resolve_device(self.device)  # first: device="cuda" without a GPU raises before any work
+        with torch_threads():  # the thread rule: torch's intra-op threads limited here, restored after
+            self._fit(X, y, device)
+        self.device_ = device.type
+        return self
+
+    def _fit(self, X, y, device):
         import torch
 
         X, y = validate_data(self, as_numpy(X), as_numpy(y), dtype=[np.float64, np.float32])
@@ -108,7 +118,6 @@ class ReferenceTorchClassifier(ClassifierMixin, BaseEstimator):
                 f"{type(self).__name__} needs samples of at least 2 classes; got 1 class "
                 f"({self.classes_[0]!r})."
             )
-        device = resolve_device(self.device)
         generator = torch_generator(self.random_state)
         X = X.astype(np.float64)
         mean, scale = X.mean(axis=0), X.std(axis=0)
@@ -131,7 +140,6 @@ class ReferenceTorchClassifier(ClassifierMixin, BaseEstimator):
         self.coef_ = coef
         self.intercept_ = to_numpy(b) - coef @ mean
         self.n_iter_ = self.max_iter
-        return self
 
     def decision_function(self, X):
         """Class scores.

@@ -18,8 +18,6 @@ from sklearn_icml.finetune import (  # noqa: E402
 )
 from sklearn_icml.utils._sklearn_private import InvalidParameterError  # noqa: E402
 
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
-
 
 def _base(n_in=64, n_out=48, seed=0, dtype=torch.float32):
     g = torch.Generator().manual_seed(seed)
@@ -183,7 +181,6 @@ def test_layer_argument_errors():
         DoRALinear(_base(), norm="svd")
 
 
-@pytest.mark.parametrize("device", DEVICES)
 def test_adapter_on_device_draws_a_like_on_cpu(device):
     base = _base(n_in=8, n_out=4)
     cpu = DoRALinear(copy.deepcopy(base), r=2, generator=torch.Generator().manual_seed(0))

@@ -18,7 +18,6 @@ from sklearn_icml.datasets import make_weight_shift_tasks  # noqa: E402
 from sklearn_icml.finetune import DoRAClassifier, DoRALinear, DoRARegressor, LoRALinear  # noqa: E402
 from sklearn_icml.utils._sklearn_private import InvalidParameterError  # noqa: E402
 
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
 FAST = dict(hidden_layer_sizes=(16,), max_iter=15, learning_rate=1e-2, batch_size=32, random_state=0)
 
 
@@ -296,7 +295,6 @@ def test_training_loss_rule_stops_a_converged_fit():
     assert reg.n_iter_ < 500
 
 
-@pytest.mark.parametrize("device", DEVICES)
 def test_device_fit_leaves_a_cpu_module_and_matches_cpu(device):
     X, y = make_regression(n_samples=60, n_features=5, random_state=0)
     reg = DoRARegressor(**dict(FAST, device=device)).fit(X, y)

@@ -15,7 +15,6 @@ from sklearn_icml.inspection import AttributionCombiner, infidelity
 
 torch = pytest.importorskip("torch")
 
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
 CRITERIA = ["faithfulness", "robustness", "both"]
 METHODS = ("saliency", "input_x_gradient", ("integrated_gradients", {"n_steps": 8}),
            ("smoothgrad", {"n_samples": 4}), ("gradient_shap", {"n_samples": 4}), "feature_ablation")
@@ -217,7 +216,6 @@ def test_dataframe_input_gives_feature_names(data):
     assert list(out.columns) == list(df.columns)
 
 
-@pytest.mark.parametrize("device", DEVICES)
 def test_device(data, device):
     X, _ = data
     net = _mlp()

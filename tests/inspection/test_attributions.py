@@ -21,8 +21,6 @@ from sklearn_icml.inspection import (
 
 torch = pytest.importorskip("torch")
 
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
-
 W = np.array([1.0, -2.0, 0.5, 3.0])
 C = 0.7
 
@@ -130,7 +128,6 @@ def test_finite_differences_match_the_analytic_gradient_of_a_classifier():
     np.testing.assert_allclose(p0, -(proba[:, 1] * proba[:, 0])[:, None] * clf.coef_[0], rtol=1e-6, atol=1e-10)
 
 
-@pytest.mark.parametrize("device", DEVICES)
 def test_autograd_on_a_module_equals_finite_differences_on_the_same_function(device):
     net = _torch_mlp()
 

@@ -14,8 +14,6 @@ from sklearn.preprocessing import StandardScaler
 from sklearn_icml.metrics import binned_ece, ls_ece
 from sklearn_icml.utils._sklearn_private import InvalidParameterError
 
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
-
 
 def _quadrature(z, y, w, sigma, noise, n_points=60_001):
     """Reference: the plug-in integral by brute-force quadrature on a very fine grid."""
@@ -218,7 +216,6 @@ def test_inputs_are_not_modified():
 # ---------------------------------------------------------------- torch path
 
 
-@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize(
     "case",
     ["binary-proba", "binary-logits", "top-label-logits", "top-label-proba", "classwise-logits", "uniform",
@@ -261,7 +258,6 @@ def test_float32_tensors_match_float64_numpy():
         ls_ece(y, L.astype(np.float64), response="logits"), abs=1e-6)
 
 
-@pytest.mark.parametrize("device", DEVICES)
 def test_monte_carlo_ls_ece_is_a_differentiable_regulariser(device):
     """Temperature scaling by gradient descent on the MC LS-ECE lowers the LS-ECE."""
     torch = pytest.importorskip("torch")
