@@ -53,5 +53,7 @@ for bench in benchmarks/bench_*.py; do
   $py "$bench" --quick --device cuda "${extra[@]}" --output "$report" > "$out/$(basename "$bench" .py).log" 2>&1 || {
     status=1; echo "FAILED, see $(basename "$bench" .py).log" >> "$report"; }
 done
+# S14 scheduling: the full GPU rows (n = 5000 and 10,000, B = 250, 500 epochs, CP-SAT at 60 s; epoch CPU vs GPU)
+run $py benchmarks/bench_scheduling.py --device cuda --seeds 1 --only gpu --output "$report"
 echo "gpu.sh finished with status $status; tables in $report"
 exit $status
