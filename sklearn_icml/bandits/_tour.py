@@ -10,8 +10,8 @@ def _run_borda_etc(device="cpu", quick=False):
     env = GLMDuelingEnv.hard_instance(d=4, delta=0.05, link="linear", random_state=0)
     ours = simulate(BordaETC(link="linear", random_state=0), env, horizon, random_state=0)
     base = simulate(ETCBorda(random_state=0), env, horizon, random_state=0)
-    return TourResult(metric=f"Borda regret at T={horizon}", score=float(ours.regret[-1]),
-                      baseline="ETC-Borda (feature-free)", baseline_score=float(base.regret[-1]),
+    return TourResult(metric=f"regret, T={horizon}", score=float(ours.regret[-1]),
+                      baseline="ETC-Borda", baseline_score=float(base.regret[-1]),
                       fit_seconds=ours.seconds, higher_is_better=False)
 
 
@@ -22,8 +22,8 @@ def _run_borda_exp3(device="cpu", quick=False):
     env = GLMDuelingEnv.hard_instance(d=4, delta=0.05, link="linear", random_state=0)
     ours = simulate(BordaEXP3(random_state=0), env, horizon, random_state=0)
     base = simulate(DEXP3(random_state=0), env, horizon, random_state=0)
-    return TourResult(metric=f"Borda regret at T={horizon}", score=float(ours.regret[-1]),
-                      baseline="DEXP3 (feature-free)", baseline_score=float(base.regret[-1]),
+    return TourResult(metric=f"regret, T={horizon}", score=float(ours.regret[-1]),
+                      baseline="DEXP3", baseline_score=float(base.regret[-1]),
                       fit_seconds=ours.seconds, higher_is_better=False)
 
 

@@ -17,8 +17,8 @@ def _run_dora(device="cpu", quick=False):
     common = dict(r=1, max_iter=40 if quick else 100, batch_size=32, device=device, random_state=0)
     dora, seconds = fit_timed(DoRARegressor(pretrained.module_, method="dora", **common), Xt, yt)
     lora = DoRARegressor(pretrained.module_, method="lora", **common).fit(Xt, yt)
-    return TourResult(metric="R^2 after fine-tuning (r=1)", score=dora.score(Xte, yte),
-                      baseline="LoRA, same rank and init", baseline_score=lora.score(Xte, yte),
+    return TourResult(metric="test R^2, rank 1", score=dora.score(Xte, yte),
+                      baseline="LoRA, same rank", baseline_score=lora.score(Xte, yte),
                       fit_seconds=seconds)
 
 

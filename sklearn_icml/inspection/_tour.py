@@ -25,9 +25,9 @@ def _run_attribution_combiner(device="cpu", quick=False):
     k = len(comb.method_names_)
     singles = quality.infidelity[:, :k].mean(axis=0)
     best = int(np.argmin(singles))
-    return TourResult(metric="held-out infidelity of the SVC's attributions",
+    return TourResult(metric="held-out infidelity",
                       score=float(quality.infidelity[:, k].mean()),
-                      baseline=f"best single method ({comb.method_names_[best]})",
+                      baseline=f"best single: {comb.method_names_[best]}",
                       baseline_score=float(singles[best]), fit_seconds=seconds, higher_is_better=False)
 
 

@@ -25,9 +25,11 @@ def _run_ls_ece(device="cpu", quick=False):
     value = float(ls_ece(yte, proba, sigma=1 / 15))
     seconds = time.perf_counter() - start
     baseline = binned_ece(yte, proba, n_bins=15)
-    return TourResult(metric="LS-ECE sigma=1/15, GaussianNB on digits", score=value,
+    # an agreement check, not a contest: the paper finds that binned ECE closely tracks LS-ECE in practice
+    return TourResult(metric="LS-ECE, digits", score=value,
                       baseline="15-bin ECE", baseline_score=baseline, fit_seconds=seconds,
-                      higher_is_better=False)
+                      higher_is_better=False, agreement=True)
 
 
-TOUR_ENTRIES = [TourEntry("ls_ece", "S16", "calibration metric", _run_ls_ece, uses_device=True)]
+TOUR_ENTRIES = [TourEntry("ls_ece", "S16", "calibration error of a classifier (sigma=1/15), checked against binned ECE",
+                           _run_ls_ece, uses_device=True)]

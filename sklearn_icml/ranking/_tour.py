@@ -22,7 +22,7 @@ def _run_bradley_terry(device="cpu", quick=False):
     X_train, y_train, X_test, y_test = X[:n], y[:n], X[n:], y[n:]
     ranker, seconds = fit_timed(BradleyTerryRanker(), X_train, y_train)
     elo = EloRater().fit(X_train, y_train)
-    return TourResult(metric="held-out log loss, ties as half", score=_battle_log_loss(ranker, X_test, y_test),
+    return TourResult(metric="held-out log loss", score=_battle_log_loss(ranker, X_test, y_test),
                       baseline="online Elo (K=4)", baseline_score=_battle_log_loss(elo, X_test, y_test),
                       fit_seconds=seconds, higher_is_better=False)
 
