@@ -3,7 +3,7 @@
 Tables, each over several seeds, all rows in this one process on the same simulated battles
 (``sklearn_icml.datasets.make_arena_battles``: Bradley-Terry outcomes, scores ~ N(0, 1), 10 % ties):
 
-1. Fit + 95 % intervals on 10^5 and 10^6 battles over 50 competitors (issue bar: at most 2 s for
+1. Fit + 95 % intervals on 10^5 and 10^6 battles over 50 competitors (target: at most 2 s for
    10^6 on 2 cores), side by side with ``evalica.bradley_terry`` (Rust MM iterations, point
    estimates only) and ``choix.ilsr_pairwise`` (point estimates only, no ties: it gets the decisive
    battles). Peers get their input already in the form they take (Python lists); our time includes

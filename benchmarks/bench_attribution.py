@@ -294,7 +294,7 @@ def bars_markdown(bars):
         ("robust_vs_captum", "mean sensitivity AGG_robust / best captum method's"),
         ("accuracy", "test accuracy of the explained model"),
     ]
-    lines = ["### The issue's bars, per case (mean ± std over seeds)", "",
+    lines = ["### The targets, per case (mean ± std over seeds)", "",
              "| quantity | " + " | ".join(cases) + " |", "|---|" + "---|" * len(cases)]
     for key, text in keys:
         cells = []

@@ -95,7 +95,7 @@ def binary_timing(args, peers):
               timed(ls_ece, y[:n_mc], p[:n_mc], sigma=1 / 15, estimator="mc", random_state=seed), ours=True)
         t.add("n=2*10^4, 10^4 MC draws", "ls_ece grid (numpy)", timed(ls_ece, y[:n_mc], p[:n_mc], sigma=1 / 15),
               ours=True)
-    t.note("Bar (issue 3): ls_ece grid on 10^6 binary scores at most 0.5 s and faster than every peer.")
+    t.note("Target: ls_ece grid on 10^6 binary scores at most 0.5 s and faster than every peer.")
     t.note("The MC rows are the paper's estimator, O(n x n_draws): shown on 2*10^4 scores.")
     return t
 
@@ -135,7 +135,7 @@ def top_label_timing(args, peers):
                 continue
             t.add(f"n={n_peer:.0e} x {k}", name + " (softmax given)", timed(fn, ys, P))
         del L
-    t.note(f"Bar (issue 3): 10^6 x 1000 float32 logits at most 15 s on 2 cores (measured in the n={n_ours:.0e} row).")
+    t.note(f"Target: 10^6 x 1000 float32 logits at most 15 s on 2 cores (measured in the n={n_ours:.0e} row).")
     t.note("Peers receive softmax probabilities already computed (their time excludes the softmax); "
            "ours starts from the logits.")
     return t

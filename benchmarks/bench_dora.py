@@ -209,7 +209,7 @@ def quality_tables(args):
         if mag_cases:
             ok = all(statistics.fmean(dora_minus_lora[c]) >= 0 for c in mag_cases)
             diffs = ", ".join(f"{statistics.fmean(dora_minus_lora[c]):+.4f}" for c in mag_cases)
-            table.note(f"bar (issue 11): DoRA >= LoRA on the magnitude-dominated shift at every rank: "
+            table.note(f"target: DoRA >= LoRA on the magnitude-dominated shift at every rank: "
                        f"{'met' if ok else 'MISSED'} (mean differences {diffs})")
         peft_cases = [c for c in dora_minus_peft if (task == "classification") == c.startswith("classification")]
         if peft_cases:
@@ -288,7 +288,7 @@ def speed_table(args):
         assert n_base == n_tuned, (n_base, n_tuned)
         assert not any(isinstance(m, (DoRALinear, LoRALinear)) for m in tuned.module_.modules())
     merged = [r["mean"] for r in speed.rows() if r["method"] == "merged DoRA"][0]
-    speed.note(f"bar (issue 11): merged / base <= 1.05: {'met' if merged <= 1.05 else 'MISSED'} "
+    speed.note(f"target: merged / base <= 1.05: {'met' if merged <= 1.05 else 'MISSED'} "
                f"(mean of per-seed medians {merged:.3f}); the merged network has the base's parameter count "
                f"({n_base}) and holds no adapter")
     return speed

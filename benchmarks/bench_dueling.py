@@ -11,7 +11,7 @@ Tables:
 
 1. Cumulative Borda regret at T in {10^3, 3 10^3, 10^4, 3 10^4} on the paper's hard instance
    (d = 4: 32 items, 5 pair features, delta = 0.05, linear link) and on a random instance (32 items,
-   4 unit pair features, logistic link, |theta| = 2); the issue's bars are checked in the notes.
+   4 unit pair features, logistic link, |theta| = 2); the targets are checked in the notes.
 2. Log-log slope of the regret against T (one fit per seed over the four horizons): the T^{2/3} rate.
 3. Regret against the dimension (hard instances d = 2..5, i.e. 8 to 64 items) at T = 10^4: features
    trade the number of items K for the dimension d.
@@ -248,7 +248,7 @@ def _glm_tables(args, quick):
                     fit_time.add(case, method, time.perf_counter() - start, ours=ours)
                     err.add(case, method, np.abs(est.coef_[0] - env.theta).max(), ours=ours)
                     loss.add(case, method, log_loss(y_te, est.predict_proba(X_te)[:, 1]), ours=ours)
-    err.note("The issue's bar (0.05 in the inf-norm from 2 10^4 uniform duels) is tested on the hard instance "
+    err.note("The target (0.05 in the inf-norm from 2 10^4 uniform duels) is tested on the hard instance "
              "(tests/bandits/test_glm.py); on this instance the statistical error of any efficient estimate is "
              "about that size (see the spread), so the bar is not a property of the solver here.")
     err.note("With the probit link, LogisticRegression fits the wrong link: its coefficients are on the logit "

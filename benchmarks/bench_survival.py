@@ -12,7 +12,7 @@ it. Each seed draws a new cohort and a 60/40 train/test split stratified on the 
 2. Test c-index of the fusion network ``PrototypeSurvival`` (transformer and OT fusion, Cox loss) on
    prototype tokens (the paper's "allcat" [pi, mu, var], and "pi") plus the pathway gene blocks, against
    the same mean-pooled baseline and a gated attention-MIL over all instances (Ilse et al., 2018, with
-   the pathway scores, same loss, optimiser and epochs). Bar: both fusions >= mean-pooled + 0.03.
+   the pathway scores, same loss, optimiser and epochs). Target: both fusions >= mean-pooled + 0.03.
 3. Compression ratio (instances per bag / histology tokens), and fit time and peak memory of the MMP
    pipeline (encoder fit and transform, then fusion training) against the attention-MIL, on these bags and
    on bags ten times larger. CPU memory is the peak resident-set growth of a fresh process running one
@@ -266,7 +266,7 @@ def main():
     base = rows[("histology + pathways", "BagPooler(mean) -> CoxSurvival")]
     ours = rows[("histology + pathways", "PrototypeEncoder(pi) -> CoxSurvival")]
     flat.note(f"Oracle (true log-hazard) test c-index: {np.mean(oracle):.3f} ± {np.std(oracle, ddof=1):.3f}.")
-    flat.note(f"Bar 1: prototype weights + genes (pathway scores) into the Cox head {ours:.3f} >= 0.76: "
+    flat.note(f"Target 1: prototype weights + genes (pathway scores) into the Cox head {ours:.3f} >= 0.76: "
               f"{'met' if ours >= 0.76 else 'MISSED'}; >= mean-pooled baseline {base:.3f} + 0.05 = "
               f"{base + 0.05:.3f}: {'met' if ours >= base + 0.05 else 'MISSED'}.")
     flat.note("One of the K prototype weights is dropped (they sum to one); features standardised on train.")
@@ -274,7 +274,7 @@ def main():
     for output in ("allcat", "pi"):
         for kind in ("transformer", "ot"):
             got = frows[f"PrototypeSurvival({kind}, {output} tokens)"]
-            fusion.note(f"Bar 2 ({kind}, {output} tokens): {got:.3f} >= baseline {base:.3f} + 0.03 = "
+            fusion.note(f"Target 2 ({kind}, {output} tokens): {got:.3f} >= baseline {base:.3f} + 0.03 = "
                         f"{base + 0.03:.3f}: {'met' if got >= base + 0.03 else 'MISSED'}.")
     fusion.note(f"Fusion settings: {FUSION} ('pi' tokens: learning_rate={FUSION_PI['learning_rate']}, standardised "
                 "inputs); AdamW, cosine schedule, 1 warm-up epoch, Cox loss on raw times.")
