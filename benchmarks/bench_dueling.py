@@ -36,7 +36,6 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _bench import Table, bench_args, emit  # noqa: E402
-
 from sklearn.model_selection import GridSearchCV  # noqa: E402
 
 from sklearn_icml.bandits import (  # noqa: E402
