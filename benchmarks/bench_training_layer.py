@@ -190,7 +190,9 @@ def cox_case(seed, device, epochs, solver):
             return fit_module(module, X, target, train_step=step, max_iter=epochs, n_iter_no_change=epochs,
                               batch_size=64, learning_rate=1e-2, optimizer="adam", device=device,
                               random_state=torch_generator(seed + 1)).module
-        return fit_module(module, X, target, train_step=step, max_iter=1, batch_size=X.shape[0], learning_rate=1.0,
+        order = np.argsort(-time_, kind="mergesort")
+        return fit_module(module, X[order], target[order], train_step=_cox_train_step(alpha, X.shape[0], None, True),
+                          max_iter=1, batch_size=X.shape[0], learning_rate=1.0, shuffle=False,
                           optimizer=torch.optim.LBFGS, n_iter_no_change=1, device=device, random_state=seed,
                           optimizer_options=dict(max_iter=200, tolerance_grad=1e-9, tolerance_change=0.0,
                                                  history_size=20, line_search_fn="strong_wolfe")).module

@@ -123,7 +123,7 @@ def cox_negative_log_likelihood(log_risk, event, last, normalizer):
     return -((log_risk - log_risk_set) * event).sum() / normalizer
 
 
-def cox_batch_loss(log_risk, time, event, normalizer=None):
+def cox_batch_loss(log_risk, time, event, normalizer=None, *, presorted=False):
     """Breslow negative log partial likelihood of one (mini-)batch, in any order (torch, on its device).
 
     The batch is sorted by descending time here (ties keep their order), so
@@ -137,6 +137,9 @@ def cox_batch_loss(log_risk, time, event, normalizer=None):
     normalizer : float or None, default=None
         Divides the summed loss; None: the number of events in the batch
         (at least 1, so a batch without events costs 0).
+    presorted : bool, default=False
+        The batch is already in descending time order (a full batch sorted
+        once before training): skip the sort.
 
     Returns
     -------
@@ -145,10 +148,11 @@ def cox_batch_loss(log_risk, time, event, normalizer=None):
     """
     import torch
 
-    order = torch.argsort(time, descending=True, stable=True)
-    t_sorted = time[order]
-    last = torch.searchsorted(-t_sorted, -t_sorted, right=True) - 1
-    event = event[order].to(log_risk.dtype)
+    if not presorted:
+        order = torch.argsort(time, descending=True, stable=True)
+        time, event, log_risk = time[order], event[order], log_risk[order]
+    last = torch.searchsorted(-time, -time, right=True) - 1
+    event = event.to(log_risk.dtype)
     if normalizer is None:
         normalizer = event.sum().clamp_min(1.0)
-    return cox_negative_log_likelihood(log_risk[order], event, last, normalizer)
+    return cox_negative_log_likelihood(log_risk, event, last, normalizer)

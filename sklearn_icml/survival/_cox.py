@@ -30,7 +30,7 @@ def _penalty(module, alpha, linear_scale):
     return 0.5 * alpha * sum((layer.weight ** 2).sum() for layer in module.linears())
 
 
-def _cox_train_step(alpha, n_total, linear_scale):
+def _cox_train_step(alpha, n_total, linear_scale, presorted=False):
     """The batch objective: ``cox NLL / batch size + penalty / n_samples`` (y = [time, event] columns)."""
     scale = {}
 
@@ -38,7 +38,7 @@ def _cox_train_step(alpha, n_total, linear_scale):
         if linear_scale is not None and xb.device not in scale:
             scale[xb.device] = linear_scale.to(xb.device)
         log_risk = module(xb)[:, 0]
-        loss = cox_batch_loss(log_risk, yb[:, 0], yb[:, 1], normalizer=xb.shape[0])
+        loss = cox_batch_loss(log_risk, yb[:, 0], yb[:, 1], normalizer=xb.shape[0], presorted=presorted)
         return loss + _penalty(module, alpha, scale.get(xb.device)) / n_total
 
     return step
@@ -280,9 +280,12 @@ class CoxSurvival(SurvivalMixin, BaseEstimator):
             step = _cox_train_step(self.alpha, n, linear_scale)
             target = np.column_stack([time, event]).astype(np.float64)
             if self.solver == "lbfgs":
+                # one full batch, sorted once by descending time (the loss then skips its per-call sort)
+                order = np.argsort(-time, kind="mergesort")
                 result = fit_module(
-                    module, X, target, train_step=step, max_iter=1, batch_size=n, learning_rate=1.0,
-                    optimizer=torch.optim.LBFGS, n_iter_no_change=1,
+                    module, X[order], target[order], train_step=_cox_train_step(self.alpha, n, linear_scale, True),
+                    max_iter=1, batch_size=n, learning_rate=1.0, optimizer=torch.optim.LBFGS, n_iter_no_change=1,
+                    shuffle=False,
                     optimizer_options=dict(max_iter=self.max_iter, tolerance_grad=self.tol, tolerance_change=0.0,
                                            history_size=20, line_search_fn="strong_wolfe"),
                     device=device, random_state=generator, verbose=0, name=name)

@@ -534,7 +534,7 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
                learning_rate=1e-3, optimizer="adamw", weight_decay=0.0, early_stopping=False,
                validation_fraction=0.1, n_iter_no_change=10, tol=1e-4, lr_schedule=None, grad_clip=None,
                device="cpu", random_state=None, verbose=0, name="Estimator", optimizer_options=None,
-               lr_schedule_interval="epoch"):
+               lr_schedule_interval="epoch", shuffle=True):
     """Train ``module`` on ``(X, y)`` with mini-batch gradient steps; the library's one training loop.
 
     Parameters
@@ -602,6 +602,10 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
     lr_schedule_interval : {"epoch", "batch"}, default="epoch"
         Step the LR scheduler after every epoch or after every mini-batch
         (warm-up schedules counted in optimiser steps).
+    shuffle : bool, default=True
+        Draw a new batch order every epoch; ``False`` keeps the rows' order
+        (full-batch solvers on pre-sorted data). The validation split is
+        drawn either way.
 
     Returns
     -------
@@ -690,7 +694,7 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
         net = _Net(
             module, criterion=torch.nn.Identity, optimizer=optimizer_cls, lr=learning_rate,
             **{f"optimizer__{k}": v for k, v in options.items()}, max_epochs=max_iter, batch_size=batch_size,
-            iterator_train=_BatchIterator, iterator_train__shuffle=True, iterator_train__generator=generator,
+            iterator_train=_BatchIterator, iterator_train__shuffle=bool(shuffle), iterator_train__generator=generator,
             iterator_valid=_BatchIterator, train_split=train_split, callbacks=callbacks,
             device=None, verbose=0, loss_fn=loss_fn, train_step_fn=train_step,
         )

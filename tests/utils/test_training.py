@@ -301,3 +301,15 @@ def test_lr_schedule_per_batch():
     assert made[0].last_epoch == 8  # 4 batches of 16, 16, 16, 12 per epoch
     with pytest.raises(ValueError, match="lr_schedule_interval"):
         fit_module(_net(), X, y, lr_schedule_interval="step")
+
+
+def test_shuffle_false_keeps_the_row_order():
+    X, y = _data(n=10)
+    seen = []
+
+    def step(module, xb, yb):
+        seen.append(xb[:, 0].clone())
+        return ((module(xb) - yb) ** 2).mean()
+
+    fit_module(_net(), X, y, train_step=step, shuffle=False, batch_size=4, max_iter=2, n_iter_no_change=2)
+    np.testing.assert_array_equal(torch.cat(seen).numpy(), np.tile(X[:, 0], 2))
