@@ -1,7 +1,9 @@
 """Differentially private k-means: the private Mettu-Plaxton greedy (S3).
 
 Dupré la Tour, Henzinger and Saulpic, "Making Old Things New: A Unified
-Algorithm for Differentially Private Clustering", ICML 2024.
+Algorithm for Differentially Private Clustering", ICML 2024. The greedy and
+the reduction to k centres (post-processing of the released tree) live in
+``_mettu_plaxton.py``; the private releases come from :mod:`sklearn_icml.privacy`.
 """
 
 import math
@@ -10,22 +12,22 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin
-from sklearn.cluster import KMeans
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..privacy import ContinualQuadtreeHistogram, PrivacyLeakWarning, ledger_entry, noisy_group_sums
-from ..privacy._histogram import (
-    _grow,
-    _keys,
-    central_count_fn,
-    local_count_fn,
+from ..privacy import (
+    ContinualQuadtreeHistogram,
+    PrivacyLeakWarning,
+    gaussian_noise_scale,
+    ledger_entry,
+    noisy_group_sums,
     olh_count_std,
-    unit_cells,
-    QuadtreeHistogram,
+    private_quadtree_histogram,
+    split_budget,
 )
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device
+from ._mettu_plaxton import bicriteria_to_k, nearest
 
 __all__ = ["PrivateKMeans"]
 
@@ -34,18 +36,41 @@ __all__ = ["PrivateKMeans"]
 _SIZE_SHARE = 0.05
 #: Su et al.'s constant for the DP-Lloyd count/sum split.
 _RHO = 0.225
+#: Share of epsilon spent by the exponential mechanism choosing among ``n_repeats`` runs.
+_SELECT_SHARE = 0.1
+#: Largest absolute coordinate of a box (squared distances stay finite).
+_MAX_ABS_BOUND = 1e150
+#: Parameters that define a partial_fit stream's privacy; changing them mid-stream is refused.
+_STREAM_PARAMS = ("epsilon", "delta", "bounds", "budget_split", "max_steps", "n_components", "n_levels",
+                  "privacy", "algorithm", "n_repeats")
 
 
 # ----------------------------------------------------------------------------------------------
 # geometry
 
 
-def _auto_components(n_features):
-    return n_features if n_features <= 3 else 4
+def _signal_bits(n_estimate, epsilon):
+    """``log2(n * max(1, epsilon / 10))``: how finely the budget lets the tree resolve ``n`` records.
+
+    A tree count carries Laplace noise of scale ``n_levels / (tree share of
+    epsilon)``, about ``10 / epsilon`` for the default depth and split: up to
+    ``epsilon = 10`` a cell must hold a few records to stand out of the noise
+    (the depth follows ``log2 n``); beyond, the noise shrinks like
+    ``1 / epsilon`` and ``epsilon / 10`` times finer cells can be resolved.
+    """
+    return math.log2(max(n_estimate, 2.0) * max(1.0, epsilon / 10.0))
 
 
-def _auto_levels(n_estimate, n_dims):
-    return int(np.clip(round(math.log2(max(n_estimate, 2.0)) / n_dims) + 1, 2, 10))
+def _auto_components(n_features, n_estimate, epsilon):
+    """All features up to 3; beyond, 4 or more as ``n * epsilon`` allows at least ~3 levels per dimension."""
+    if n_features <= 3:
+        return n_features
+    return int(min(n_features, max(4, _signal_bits(n_estimate, epsilon) // 3)))
+
+
+def _auto_levels(n_estimate, n_dims, epsilon):
+    """Depth at which a cell of uniformly spread records holds about as many records as its noise."""
+    return int(np.clip(round(_signal_bits(n_estimate, epsilon) / n_dims) + 1, 2, 62 // n_dims))
 
 
 class _Geometry:
@@ -78,95 +103,6 @@ class _Geometry:
         return np.clip(self.center + back * self.radius, self.lower, self.upper)
 
 
-def _nearest(A, B, device=None):
-    """Index of the nearest row of ``B`` for every row of ``A`` (the O(n * k) step)."""
-    if device is None:
-        out = np.empty(len(A), dtype=np.int64)
-        step = max(1, (1 << 22) // max(1, len(B)))
-        sq_b = (B * B).sum(1)
-        for start in range(0, len(A), step):
-            a = A[start:start + step]
-            out[start:start + step] = np.argmin(sq_b[None, :] - 2.0 * a @ B.T, axis=1)
-        return out
-    import torch
-
-    from ..utils._torch import to_tensor
-
-    At = to_tensor(A, device, torch.float64)
-    Bt = to_tensor(B, device, torch.float64)
-    return torch.cdist(At, Bt).argmin(dim=1).cpu().numpy()
-
-
-# ----------------------------------------------------------------------------------------------
-# the private Mettu-Plaxton greedy on a released tree (post-processing only)
-
-
-def _heavy_children_max(hist, value):
-    """For every cell: the largest ``value`` among its heavy children (-inf if none)."""
-    n = len(hist.levels)
-    keys = np.empty(n, dtype=np.int64)
-    for level in np.unique(hist.levels):
-        sel = hist.levels == level
-        keys[sel] = _keys(hist.cells[sel], level)
-    best = np.full(n, -np.inf)
-    for level in np.unique(hist.levels):
-        child = np.flatnonzero(hist.heavy & (hist.levels == level + 1))
-        if len(child) == 0:
-            continue
-        parent_keys = _keys(hist.cells[child] >> 1, level)
-        sel = np.flatnonzero(hist.levels == level)
-        order = np.argsort(keys[sel])
-        pos = sel[order][np.searchsorted(keys[sel][order], parent_keys)]
-        np.maximum.at(best, pos, value[child])
-    return best
-
-
-def _greedy(points, radii, order):
-    """Mettu-Plaxton selection: by increasing radius, keep a point unless a kept one is within 2 max(r, r')."""
-    chosen = []
-    for i in order:
-        if chosen:
-            c = np.asarray(chosen)
-            dist = np.linalg.norm(points[c] - points[i], axis=1)
-            if np.any(dist <= 2.0 * np.maximum(radii[c], radii[i])):
-                continue
-        chosen.append(i)
-    return np.asarray(chosen, dtype=np.int64)
-
-
-def _mettu_plaxton(hist, centers, radii, n_clusters, max_centers, n_thresholds=60):
-    """Bicriteria centres: the greedy at the smallest threshold giving at most ``max_centers`` centres.
-
-    The value of a cell is ``noisy count * half_diagonal**2`` (k-means). For
-    a threshold ``t``, each root-to-leaf path of heavy cells contributes its
-    deepest cell whose value reaches ``t``; its Mettu-Plaxton radius is the
-    radius at which a ball holding the cell's noisy count pays ``t``,
-    ``sqrt(t / count)``. The thresholds are scanned from large (few centres)
-    to small (many); the last one with at most ``max_centers`` centres wins.
-    """
-    value = np.maximum(hist.counts, 0.0) * radii ** 2
-    heavy = hist.heavy & (value > 0)
-    if not heavy.any():
-        return np.zeros(0, dtype=np.int64), 1
-    child_max = _heavy_children_max(hist, np.where(heavy, value, -np.inf))
-    lo, hi = value[heavy].min(), value[heavy].max()
-    thresholds = np.geomspace(hi, lo, n_thresholds) if hi > lo else np.array([hi])
-    best = None
-    for n_tried, t in enumerate(thresholds, 1):  # from large balls (few centres) to small ones (many)
-        cand = np.flatnonzero(heavy & (value >= t) & (child_max < t))
-        # Mettu-Plaxton radius: the ball around the cell whose mass (its noisy count) pays t
-        mp_radius = np.sqrt(t / np.maximum(hist.counts[cand], 1e-12))
-        order = np.argsort(mp_radius, kind="stable")
-        chosen = cand[order][_greedy(centers[cand][order], mp_radius[order], np.arange(len(cand)))]
-        if len(chosen) > max_centers:
-            if best is None:
-                best = chosen
-            break
-        if best is None or len(chosen) >= len(best):
-            best = chosen
-    return best, n_tried
-
-
 # ----------------------------------------------------------------------------------------------
 # the estimator
 
@@ -195,16 +131,21 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         Number of centres.
     epsilon : float, default=1.0
         Privacy budget of one fit (or of one whole :meth:`partial_fit`
-        stream).
+        stream), finite and positive. ``epsilon_spent_`` never exceeds it.
     delta : float, default=1e-6
-        Delta of the Gaussian noise on the lifted cluster sums; ``0`` uses
-        Laplace noise there and makes the whole fit pure ``epsilon``-DP.
+        Delta allowed for Gaussian noise on the lifted cluster sums. A fit
+        uses Gaussian noise only where it is more accurate than Laplace noise
+        for the budget and dimension (high dimension, small epsilon) and
+        Laplace noise otherwise, so ``delta_spent_`` may be 0 (pure DP);
+        ``0`` forces Laplace noise everywhere.
     bounds : tuple (lower, upper) or None, default=None
         Public box containing the data: scalars or arrays of shape
         (n_features,). This is the privacy contract: records outside it are
-        clipped, and the noise is calibrated to it. ``None`` reads the box
-        from the data, which leaks, and warns with
-        :class:`~sklearn_icml.privacy.PrivacyLeakWarning`.
+        clipped, and the noise is calibrated to it (finite, ``lower <
+        upper``, within +-1e150). ``None`` reads the box from the data, which
+        leaks, and warns with :class:`~sklearn_icml.privacy.PrivacyLeakWarning`
+        once per estimator instance and the clones made from it (so a grid
+        search warns once, not once per fit).
     privacy : {"central", "local"}, default="central"
         ``"central"``: a trusted curator adds the noise. ``"local"``: every
         record randomises its own report (cell ids through a frequency
@@ -216,11 +157,16 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         rounds of noisy counts and sums).
     n_components : int or "auto", default="auto"
         Dimension of the random projection; ``"auto"`` keeps the data's
-        dimension up to 3 features and projects to 4 beyond.
+        dimension up to 3 features and beyond projects to
+        ``min(d, max(4, floor(b / 3)))`` dimensions with
+        ``b = log2(n * max(1, epsilon / 10))`` (4 at moderate budgets, more
+        as ``n * epsilon`` allows), ``n`` the noisy dataset size.
     n_levels : int or "auto", default="auto"
         Depth of the quadtree; ``"auto"`` uses
-        ``clip(round(log2(n) / n_components) + 1, 2, 10)`` with ``n`` the
-        noisy dataset size.
+        ``clip(round(b / n_components) + 1, 2, 62 // n_components)``: the
+        depth at which a cell of uniformly spread records holds about as
+        many records as its noise, so the tree refines as epsilon grows and
+        the fit approaches the non-private k-means.
     threshold_factor : float, default=1.5
         A cell is expanded when its noisy count exceeds
         ``threshold_factor * (noise scale) * ln(n)`` (central model) or
@@ -239,6 +185,11 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         from the noisy dataset size). Ignored by the greedy.
     max_steps : int, default=32
         Number of :meth:`partial_fit` steps the stream's budget covers.
+    n_repeats : int, default=1
+        The paper's boosting step: run the pipeline ``n_repeats`` times,
+        each on ``0.9 * epsilon / n_repeats``, and choose one run by the
+        exponential mechanism on the k-means costs (the remaining
+        ``0.1 * epsilon``). Central model and :meth:`fit` only.
     n_init : int, default=10
         Restarts of the non-private weighted k-means that reduces the
         bicriteria centres to ``n_clusters`` (post-processing).
@@ -294,6 +245,12 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         (see :func:`~sklearn_icml.privacy.ledger_entry`).
     n_steps_ : int
         Steps seen by :meth:`partial_fit` (0 after :meth:`fit`).
+    selected_repeat_ : int
+        Index of the run chosen by the exponential mechanism when
+        ``n_repeats > 1`` (0 otherwise).
+    device_ : str
+        Where the fit ran (``"cpu"`` or ``"cuda"``; :meth:`partial_fit`
+        always runs on the CPU).
     n_features_in_ : int
         Number of features seen in fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -315,6 +272,9 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
     ``delta=0``), composed by basic composition so that ``epsilon_spent_ ==
     epsilon``. ``labels_`` and ``inertia_`` are computed from the raw data for
     convenience and are not private; publish ``cluster_centers_``.
+    ``n_clusters`` larger than the number of records is served (the padding
+    centres come from the released tree or data-independent points): refusing
+    would reveal the dataset's size, which is private.
     Tuning on private data (``GridSearchCV``) spends ``epsilon`` on every fit
     and leaks through the selection: tune on public or synthetic data, or
     account for every fit with :class:`~sklearn_icml.privacy.Accountant`.
@@ -339,10 +299,14 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
     are weighted by the noisy counts of the finest heavy cells nearest to them
     and reduced by scikit-learn's weighted ``KMeans``; the projection is
     Gaussian to 4 dimensions (in the project's prototype calibration 2 or 3
-    merged clusters and 5 made the grid too sparse); the lift assigns each record to its nearest projected centre;
-    the depth is ``log2(n) / n_components + 1`` levels. The paper's boosting
-    step (the best of several runs by the exponential mechanism) is not
-    implemented. The local model's frequency oracle is optimised local
+    merged clusters and 5 made the grid too sparse at epsilon=1; more
+    dimensions and levels as the budget grows, see ``n_components`` and
+    ``n_levels``); the lift assigns each record to its nearest projected
+    centre. Boosting (``n_repeats``) chooses among whole runs with the
+    exponential mechanism on the exact k-means cost of the clipped data,
+    whose sensitivity is the squared diameter of the box (a record and a
+    centre both lie in it), with utilities monotone in the data. The local
+    model's frequency oracle is optimised local
     hashing with each record reporting one random level, then every record
     randomises its own cluster contribution (two rounds); continual
     observation supports insertions only, one batch per step, and the first
@@ -371,18 +335,19 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
 
     _parameter_constraints: dict = {
         "n_clusters": [Interval(Integral, 1, None, closed="left")],
-        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "epsilon": [Interval(Real, 0, np.inf, closed="neither")],
         "delta": [Interval(Real, 0, 1, closed="left")],
         "bounds": [tuple, list, np.ndarray, None],
         "privacy": [StrOptions({"central", "local"})],
         "algorithm": [StrOptions({"greedy", "lloyd"})],
         "n_components": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "n_levels": [Interval(Integral, 1, 31, closed="both"), StrOptions({"auto"})],
-        "threshold_factor": [Interval(Real, 0, None, closed="left")],
-        "max_centers_factor": [Interval(Real, 1, None, closed="left")],
+        "threshold_factor": [Interval(Real, 0, np.inf, closed="left")],
+        "max_centers_factor": [Interval(Real, 1, np.inf, closed="left")],
         "budget_split": [tuple, list, np.ndarray],
         "max_iter": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
-        "max_steps": [Interval(Integral, 1, None, closed="left")],
+        "max_steps": [Interval(Integral, 1, 1 << 40, closed="both")],
+        "n_repeats": [Interval(Integral, 1, None, closed="left")],
         "n_init": [Interval(Integral, 1, None, closed="left")],
         "device": DEVICE_CONSTRAINT,
         "random_state": ["random_state"],
@@ -392,7 +357,7 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
     def __init__(self, n_clusters=8, *, epsilon=1.0, delta=1e-6, bounds=None, privacy="central",
                  algorithm="greedy", n_components="auto", n_levels="auto", threshold_factor=1.5,
                  max_centers_factor=4.0, budget_split=(0.5, 0.25, 0.25), max_iter="auto", max_steps=32,
-                 n_init=10, device="cpu", random_state=None, verbose=0):
+                 n_repeats=1, n_init=10, device="cpu", random_state=None, verbose=0):
         self.n_clusters = n_clusters
         self.epsilon = epsilon
         self.delta = delta
@@ -406,6 +371,7 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         self.budget_split = budget_split
         self.max_iter = max_iter
         self.max_steps = max_steps
+        self.n_repeats = n_repeats
         self.n_init = n_init
         self.device = device
         self.random_state = random_state
@@ -427,16 +393,33 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
             )
         return split / split.sum()
 
+    def __sklearn_clone__(self):
+        # clones share the instance's "leak already reported" flag, so a grid search warns once
+        new = super().__sklearn_clone__()
+        new._leak_warned = self.__dict__.setdefault("_leak_warned", [False])
+        return new
+
+    def _warn_leak(self):
+        flag = self.__dict__.setdefault("_leak_warned", [False])
+        if flag[0]:
+            return
+        flag[0] = True
+        warnings.warn(
+            f"{type(self).__name__}: bounds=None, so the box is computed from the private data, which "
+            f"leaks; pass public bounds=(lower, upper) to keep the differential-privacy guarantee. (Reported "
+            f"once per estimator and its clones.)",
+            PrivacyLeakWarning,
+            stacklevel=4,
+        )
+
     def _resolve_bounds(self, X):
         d = X.shape[1]
+        name = type(self).__name__
         if self.bounds is None:
-            warnings.warn(
-                f"{type(self).__name__}: bounds=None, so the box is computed from the private data, which "
-                f"leaks; pass public bounds=(lower, upper) to keep the differential-privacy guarantee.",
-                PrivacyLeakWarning,
-                stacklevel=3,
-            )
+            self._warn_leak()
             lower, upper = X.min(axis=0), X.max(axis=0)
+            flat = upper <= lower  # a constant feature: any box around it will do
+            lower, upper = np.where(flat, lower - 0.5, lower), np.where(flat, upper + 0.5, upper)
         else:
             try:
                 parts = [np.asarray(b, dtype=np.float64) for b in self.bounds]
@@ -445,21 +428,40 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
                 lower, upper = (np.broadcast_to(p, (d,)).astype(np.float64) for p in parts)
             except (TypeError, ValueError):
                 raise ValueError(
-                    f"{type(self).__name__}: bounds must be (lower, upper) with scalars or arrays of shape "
-                    f"({d},); got {self.bounds!r}."
+                    f"{name}: bounds must be (lower, upper) with scalars or arrays of shape ({d},); "
+                    f"got {self.bounds!r}."
                 ) from None
-            if not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper))) or np.any(upper < lower):
-                raise ValueError(
-                    f"{type(self).__name__}: bounds must be finite with lower <= upper; got {self.bounds!r}."
-                )
+            if not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper))):
+                raise ValueError(f"{name}: bounds must be finite; got {self.bounds!r}.")
+            if np.any(upper <= lower):
+                raise ValueError(f"{name}: bounds must satisfy lower < upper; got {self.bounds!r}.")
+        if np.any(np.abs(lower) > _MAX_ABS_BOUND) or np.any(np.abs(upper) > _MAX_ABS_BOUND):
+            raise ValueError(
+                f"{name}: bounds must lie within +-{_MAX_ABS_BOUND:g} (squared distances and noise scales must "
+                f"stay finite); got {self.bounds!r}."
+            )
         return np.stack([lower, upper]).astype(np.float64)
+
+    def _check_repeats(self, stream=False):
+        if self.n_repeats > 1 and (stream or self.privacy != "central"):
+            what = "partial_fit (continual observation)" if stream else "privacy='local'"
+            raise ValueError(
+                f"{type(self).__name__}: n_repeats={self.n_repeats} (boosting by the exponential mechanism on the "
+                f"runs' costs) needs a curator that sees the data; it is not available with {what}."
+            )
 
     def _device(self):
         dev = resolve_device(self.device) if self.device != "cpu" else None
         return None if dev is None or dev.type == "cpu" else dev
 
-    def _n_components(self, d):
-        return _auto_components(d) if self.n_components == "auto" else min(int(self.n_components), d)
+    def _n_components(self, d, n_hat, epsilon):
+        if self.n_components == "auto":
+            return _auto_components(d, n_hat, epsilon)
+        return min(int(self.n_components), d)
+
+    def _levels(self, n_hat, n_dims, epsilon):
+        L = _auto_levels(n_hat, n_dims, epsilon) if self.n_levels == "auto" else int(self.n_levels)
+        return min(L, 62 // n_dims)
 
     # ------------------------------------------------------------------------------------------
     # fit
@@ -480,116 +482,144 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         self : object
             Fitted estimator.
         """
+        device = self._device()  # resolved (and refused without a GPU) before any work
+        self.device_ = "cpu" if device is None else device.type
         X = validate_data(self, as_numpy(X), dtype=[np.float64, np.float32])
+        dtype = X.dtype
         X = np.asarray(X, dtype=np.float64)
         split = self._split()
         rng = check_random_state(self.random_state)
-        device = self._device()
+        self._check_repeats()
         self.bounds_ = self._resolve_bounds(X)
         lower, upper = self.bounds_
         Xc = np.clip(X, lower, upper)
-        for name in ("_stream", "_geometry"):
-            if hasattr(self, name):
-                delattr(self, name)
+        for name in ("_stream", "_geometry", "_stream_params"):
+            self.__dict__.pop(name, None)
         self.n_steps_ = 0
-        if self.algorithm == "lloyd":
-            self._fit_lloyd(Xc, rng, device)
+        R = self.n_repeats
+        if R == 1:
+            eps_runs, delta_runs = [float(self.epsilon)], [float(self.delta)]
         else:
-            self._fit_greedy(Xc, split, rng, device)
-        self._finish(X)
+            eps_runs = split_budget(self.epsilon, [(1.0 - _SELECT_SHARE) / R] * R + [_SELECT_SHARE])
+            delta_runs = split_budget(self.delta, [1.0] * R) if self.delta > 0 else [0.0] * R
+        runs = []
+        for r in range(R):
+            if self.algorithm == "lloyd":
+                runs.append(self._fit_lloyd(Xc, eps_runs[r], delta_runs[r], rng, device))
+            else:
+                runs.append(self._fit_greedy(Xc, eps_runs[r], delta_runs[r], split, rng, device))
+        if R == 1:
+            state = runs[0]
+        else:
+            ledger = [dict(e, label=f"repeat {r + 1}: {e['label']}") for r, run in enumerate(runs)
+                      for e in run["privacy_ledger_"]]
+            # the choice spends the remainder, so that the ledger adds up to at most epsilon exactly
+            eps_select = split_budget(self.epsilon, [1.0], spent=[e["epsilon"] for e in ledger])[0]
+            chosen, entry = self._select_run(Xc, [run["cluster_centers_"] for run in runs], eps_select, rng)
+            state = dict(runs[chosen], privacy_ledger_=ledger + [entry])
+            self._log(f"boosting: the exponential mechanism chose run {chosen + 1} of {R}")
+        self.selected_repeat_ = 0 if R == 1 else chosen
+        for key, value in state.items():
+            setattr(self, key, value)
+        self._finish(X, dtype)
         return self
 
-    def _finish(self, X):
+    def _select_run(self, Xc, candidates, epsilon, rng):
+        """The exponential mechanism on the runs' k-means costs (lower is better).
+
+        A record's squared distance to its nearest centre is at most the
+        squared diameter of the box ``Delta = (2 ||h||)^2`` (records and
+        centres both lie in the box), so adding or removing one record moves
+        every candidate's cost by at most ``Delta``, all in the same direction:
+        the utility ``-cost`` is monotone and choosing run ``i`` with
+        probability proportional to ``exp(-epsilon * cost_i / Delta)`` is
+        ``epsilon``-DP (McSherry and Talwar, 2007; Dwork and Roth, 2014,
+        Section 3.4).
+        """
+        lower, upper = self.bounds_
+        diam2 = float(np.sum((upper - lower) ** 2))
+        costs = np.array([float(((Xc - C[nearest(Xc, C)]) ** 2).sum()) for C in candidates])
+        logits = -epsilon * (costs - costs.min()) / diam2
+        p = np.exp(logits - logits.max())
+        chosen = int(rng.choice(len(candidates), p=p / p.sum()))
+        entry = ledger_entry(f"choice among {len(candidates)} repeats (exponential mechanism on the k-means cost)",
+                             "exponential", sensitivity=diam2, scale=diam2 / epsilon, epsilon=epsilon)
+        return chosen, entry
+
+    def _finish(self, X, dtype=np.float64):
         order = np.argsort(-self.cluster_sizes_, kind="stable")  # by noisy size: post-processing
-        self.cluster_centers_ = self.cluster_centers_[order]
+        self.cluster_centers_ = self.cluster_centers_[order].astype(dtype)
         self.projected_centers_ = self.projected_centers_[order]
         self.cluster_sizes_ = self.cluster_sizes_[order]
         self._n_features_out = self.n_clusters
-        self.labels_ = _nearest(X, self.cluster_centers_)
-        self.inertia_ = float(((X - self.cluster_centers_[self.labels_]) ** 2).sum())
+        centers = self.cluster_centers_.astype(np.float64)
+        self.labels_ = nearest(X, centers)
+        self.inertia_ = float(((X - centers[self.labels_]) ** 2).sum())
         self.epsilon_spent_ = math.fsum(e["epsilon"] for e in self.privacy_ledger_)
         self.delta_spent_ = math.fsum(e["delta"] for e in self.privacy_ledger_)
+
+    def _sum_delta(self, epsilon, delta):
+        """``delta`` when Gaussian sums are more accurate than Laplace sums at this budget, else 0.
+
+        Per coordinate, Laplace noise on the L1 sensitivity ``||h||_1`` has
+        variance ``2 (||h||_1 / epsilon)^2``; Gaussian noise on the L2
+        sensitivity ``||h||_2`` has ``sigma(epsilon, delta)^2``. Gaussian wins
+        in high dimension at small epsilon, Laplace in low dimension or at
+        large epsilon (its noise falls like ``1 / epsilon``, the Gaussian's
+        like ``1 / sqrt(epsilon)``). The choice reads public parameters only.
+        """
+        if delta <= 0:
+            return 0.0
+        half = (self.bounds_[1] - self.bounds_[0]) / 2.0
+        factor = 1.0 if self.privacy == "central" else 2.0  # both sensitivities double in the local model
+        laplace_var = 2.0 * (factor * float(half.sum()) / epsilon) ** 2
+        gauss_var = gaussian_noise_scale(epsilon, delta, factor * float(np.linalg.norm(half))) ** 2
+        return float(delta) if gauss_var < laplace_var else 0.0
 
     def _noisy_size(self, n, epsilon, rng):
         scale = 1.0 / epsilon
         entry = ledger_entry("dataset size", "laplace", sensitivity=1.0, scale=scale, epsilon=epsilon)
         return max(1.0, n + rng.laplace(0.0, scale)), entry
 
-    def _reduce_to_k(self, hist, geometry, rng):
-        """Greedy bicriteria centres, then weighted k-means down to exactly k (projected space)."""
-        k = self.n_clusters
-        centers = hist.mass_centers()
-        radii = hist.cell_radii()
-        chosen, self.n_iter_ = _mettu_plaxton(hist, centers, radii, k, self.max_centers_factor * k)
-        S = centers[chosen]
-        frontier = np.flatnonzero(hist.frontier())
-        if len(S) and len(frontier):
-            owner = _nearest(centers[frontier], S)
-            w = np.bincount(owner, weights=np.maximum(hist.counts[frontier], 0.0), minlength=len(S))
-        else:
-            w = np.ones(len(S))
-        w = np.maximum(w, 1e-3)
-        self.mp_centers_ = S.copy()
-        if len(np.unique(S, axis=0)) < k:
-            # too few centres (tiny data or budget): add frontier cells, then data-independent points
-            dim = geometry.projection.shape[1]
-            pad = rng.uniform(-geometry.cube, geometry.cube, size=(k, dim))
-            pool = np.vstack([S.reshape(-1, dim), centers[frontier].reshape(-1, dim), pad])
-            weights = np.concatenate([w, np.full(len(pool) - len(w), 1e-3)])
-            _, first = np.unique(pool, axis=0, return_index=True)
-            first = np.sort(first)
-            S, w = pool[first], weights[first]
-        if len(S) == k:
-            return S
-        km = KMeans(n_clusters=k, n_init=self.n_init, random_state=rng.randint(np.iinfo(np.int32).max))
-        return km.fit(S, sample_weight=w).cluster_centers_
-
-    def _fit_greedy(self, Xc, split, rng, device):
+    def _fit_greedy(self, Xc, epsilon, delta, split, rng, device):
         n, d = Xc.shape
-        eps_tree, eps_count, eps_sum = self.epsilon * split
-        self.n_components_ = self._n_components(d)
-        geometry = _Geometry(*self.bounds_, self.n_components_, rng)
-        self.projection_ = geometry.projection
         ledger = []
-        Y = geometry.project(Xc)
         if self.privacy == "central":
-            n_hat, entry = self._noisy_size(n, _SIZE_SHARE * eps_tree, rng)
+            t = split[0]
+            eps_size, eps_levels, eps_count, eps_sum = split_budget(
+                epsilon, [t * _SIZE_SHARE, t * (1 - _SIZE_SHARE), split[1], split[2]])
+            n_hat, entry = self._noisy_size(n, eps_size, rng)
             ledger.append(entry)
-            eps_levels = (1 - _SIZE_SHARE) * eps_tree
         else:
-            n_hat, eps_levels = float(n), eps_tree  # the server sees the number of reports
-        L = _auto_levels(n_hat, self.n_components_) if self.n_levels == "auto" else int(self.n_levels)
-        L = min(L, 62 // self.n_components_)
-        self.n_levels_ = L
-        Q = unit_cells(geometry.to_unit(Y), L)
+            eps_levels, eps_count, eps_sum = split_budget(epsilon, split)
+            n_hat = float(n)  # the server sees the number of reports
+        n_components = self._n_components(d, n_hat, epsilon)
+        geometry = _Geometry(*self.bounds_, n_components, rng)
+        Y = geometry.project(Xc)
+        L = self._levels(n_hat, n_components, epsilon)
         log_n = math.log(max(n_hat, math.e))
         if self.privacy == "central":
-            count_fn, std = central_count_fn(Q, L, eps_levels, rng, device)
             threshold = self.threshold_factor * (L / eps_levels) * log_n
-            ledger.append(ledger_entry("tree counts (one level per release)", "laplace", sensitivity=1.0,
-                                       scale=L / eps_levels, count=L, epsilon=eps_levels))
         else:
-            count_fn, std = local_count_fn(Q, L, eps_levels, rng, device)
             threshold = olh_count_std(n, L, eps_levels) * math.sqrt(2.0 * self.threshold_factor * log_n)
-            ledger.append(ledger_entry("tree reports (optimised local hashing, per record)", "local_hashing",
-                                       epsilon=eps_levels))
-        levels, cells, counts, heavy = _grow(count_fn, L, self.n_components_, threshold)
-        box = np.full(self.n_components_, geometry.cube)
-        hist = QuadtreeHistogram(levels, cells, counts, heavy, L, threshold, -box, box, std)
-        self.histogram_ = hist
-        self._log(f"tree: {L} levels, {len(levels)} released cells, {int(heavy.sum())} heavy, "
+        hist = private_quadtree_histogram(Y, bounds=(-geometry.cube, geometry.cube), n_levels=L,
+                                          epsilon=eps_levels, threshold=threshold, model=self.privacy,
+                                          random_state=rng, device=self.device)
+        ledger.extend(hist.ledger)
+        self._log(f"tree: {L} levels, {len(hist.levels)} released cells, {int(hist.heavy.sum())} heavy, "
                   f"threshold {threshold:.3g}")
-        M = self._reduce_to_k(hist, geometry, rng)
-        self._log(f"greedy: {len(self.mp_centers_)} bicriteria centres -> {len(M)}")
-        groups = _nearest(Y, M, device)
+        M, bicriteria, n_tried = bicriteria_to_k(hist, self.n_clusters, self.max_centers_factor * self.n_clusters,
+                                                 geometry.cube, self.n_init, rng)
+        self._log(f"greedy: {len(bicriteria)} bicriteria centres -> {len(M)}")
+        groups = nearest(Y, M, device)
         counts, sums, center, entries = noisy_group_sums(
             Xc, groups, self.n_clusters, bounds=tuple(self.bounds_), epsilon_count=eps_count,
-            epsilon_sum=eps_sum, delta=self.delta, model=self.privacy, random_state=rng)
+            epsilon_sum=eps_sum, delta=self._sum_delta(eps_sum, delta), model=self.privacy, random_state=rng)
         ledger.extend(entries)
-        self.cluster_centers_ = self._centres(counts, sums, center, geometry.lift_fallback(M))
-        self.projected_centers_ = M
-        self.cluster_sizes_ = counts
-        self.privacy_ledger_ = ledger
+        return {"cluster_centers_": self._centres(counts, sums, center, geometry.lift_fallback(M)),
+                "projected_centers_": M, "cluster_sizes_": counts, "privacy_ledger_": ledger,
+                "n_iter_": n_tried, "n_levels_": L, "n_components_": n_components,
+                "projection_": geometry.projection, "histogram_": hist, "mp_centers_": bicriteria}
 
     def _centres(self, counts, sums, center, fallback):
         lower, upper = self.bounds_
@@ -597,49 +627,49 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         means = np.where((counts >= 1.0)[:, None], means, fallback)
         return np.clip(means, lower, upper)
 
-    def _fit_lloyd(self, Xc, rng, device):
+    def _fit_lloyd(self, Xc, epsilon, delta, rng, device):
         n, d = Xc.shape
         lower, upper = self.bounds_
-        ledger = []
-        eps = self.epsilon
+        ledger, spent = [], []
         if self.max_iter == "auto":
             if self.privacy == "central":
-                n_hat, entry = self._noisy_size(n, _SIZE_SHARE * eps, rng)
+                eps_size = split_budget(epsilon, [_SIZE_SHARE, 1 - _SIZE_SHARE])[0]
+                n_hat, entry = self._noisy_size(n, eps_size, rng)
                 ledger.append(entry)
-                eps -= entry["epsilon"]
+                spent.append(eps_size)
             else:
                 n_hat = float(n)
             k = self.n_clusters
             eps_m = math.sqrt(500 * k ** 3 / n_hat ** 2 * (d + (4 * d * _RHO ** 2) ** (1 / 3)) ** 3)
-            n_iter = int(max(min(eps / eps_m, 7), 2))
+            n_iter = int(max(min((epsilon - math.fsum(spent)) / eps_m, 7), 2))
         else:
             n_iter = int(self.max_iter)
         ratio = (4 * d * _RHO ** 2) ** (1 / 3)  # Su et al.: eps_count : eps_sum = 1 : ratio
-        eps_iter = eps / n_iter
-        eps_count, eps_sum = eps_iter / (1 + ratio), eps_iter * ratio / (1 + ratio)
+        eps_parts = split_budget(epsilon, [1.0, ratio] * n_iter, spent=spent)
+        delta_parts = split_budget(delta, [1.0] * n_iter) if delta > 0 else [0.0] * n_iter
         centers = rng.uniform(lower, upper, size=(self.n_clusters, d))
         counts = np.zeros(self.n_clusters)
         for it in range(n_iter):
-            groups = _nearest(Xc, centers, device)
+            groups = nearest(Xc, centers, device)
             counts, sums, center, entries = noisy_group_sums(
-                Xc, groups, self.n_clusters, bounds=tuple(self.bounds_), epsilon_count=eps_count,
-                epsilon_sum=eps_sum, delta=self.delta / n_iter, model=self.privacy, random_state=rng)
+                Xc, groups, self.n_clusters, bounds=tuple(self.bounds_), epsilon_count=eps_parts[2 * it],
+                epsilon_sum=eps_parts[2 * it + 1], delta=self._sum_delta(eps_parts[2 * it + 1], delta_parts[it]),
+                model=self.privacy, random_state=rng)
             ledger.extend(dict(e, label=f"round {it + 1}: {e['label']}") for e in entries)
             centers = self._centres(counts, sums, center, centers)
             self._log(f"DP-Lloyd round {it + 1}/{n_iter}")
-        self.cluster_centers_ = centers
-        self.projected_centers_ = centers.copy()
-        self.cluster_sizes_ = counts
-        self.privacy_ledger_ = ledger
-        self.n_iter_ = n_iter
-        self.n_levels_ = 0
-        self.n_components_ = d
-        self.projection_ = np.eye(d)
-        self.histogram_ = None
-        self.mp_centers_ = np.zeros((0, d))
+        return {"cluster_centers_": centers, "projected_centers_": centers.copy(), "cluster_sizes_": counts,
+                "privacy_ledger_": ledger, "n_iter_": n_iter, "n_levels_": 0, "n_components_": d,
+                "projection_": np.eye(d), "histogram_": None, "mp_centers_": np.zeros((0, d))}
 
     # ------------------------------------------------------------------------------------------
     # continual observation
+
+    def _stream_signature(self):
+        def norm(v):
+            return repr(np.asarray(v, dtype=object).tolist()) if isinstance(v, (tuple, list, np.ndarray)) else repr(v)
+
+        return {name: norm(getattr(self, name)) for name in _STREAM_PARAMS}
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y=None):
@@ -654,6 +684,15 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         every step in private state: publish ``cluster_centers_``, not the
         fitted object. Runs on the CPU whatever ``device`` says.
 
+        The parameters that define the stream's privacy (``epsilon``,
+        ``delta``, ``bounds``, ``budget_split``, ``max_steps``,
+        ``n_components``, ``n_levels``, ``privacy``, ``algorithm``,
+        ``n_repeats``) cannot change between calls: a change raises
+        ``ValueError`` (the budget was committed when the stream started);
+        call :meth:`fit` or start a new estimator. Post-processing parameters
+        (``n_clusters``, ``threshold_factor``, ``max_centers_factor``,
+        ``n_init``) may change.
+
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
@@ -667,13 +706,26 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
             Updated estimator.
         """
         first = not hasattr(self, "_stream")
+        if not first:
+            before = self.__dict__["_stream_params"]
+            changed = sorted(k for k, v in self._stream_signature().items() if before[k] != v)
+            if changed:
+                raise ValueError(
+                    f"{type(self).__name__}.partial_fit: {', '.join(changed)} changed since the stream started; "
+                    f"they fix the stream's privacy budget, so they cannot change mid-stream. Call fit, or start "
+                    f"a new estimator, to begin a new stream."
+                )
+        self._device()  # the device rule (cuda without a GPU raises); the stream itself runs on the CPU
+        self.device_ = "cpu"
         X = validate_data(self, as_numpy(X), dtype=[np.float64, np.float32], reset=first)
+        dtype = X.dtype
         X = np.asarray(X, dtype=np.float64)
         if self.privacy != "central" or self.algorithm != "greedy":
             raise ValueError(
                 f"{type(self).__name__}.partial_fit (continual observation) runs the greedy in the central "
                 f"model; got privacy={self.privacy!r}, algorithm={self.algorithm!r}."
             )
+        self._check_repeats(stream=True)
         if first:
             self._start_stream(X)
         elif self.n_steps_ >= self.max_steps:
@@ -693,21 +745,24 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
             max(n_hat, math.e))
         hist = stream.grow(threshold, -geometry.cube, geometry.cube)
         self.histogram_ = hist
-        M = self._reduce_to_k(hist, geometry, rng)
+        M, self.mp_centers_, self.n_iter_ = bicriteria_to_k(
+            hist, self.n_clusters, self.max_centers_factor * self.n_clusters, geometry.cube, self.n_init, rng)
         # lift: the finest heavy cells (noisy counts and sums), each to its nearest projected centre
         sel = np.flatnonzero(hist.frontier())
+        keys = hist.cell_keys()
         cell_sums = np.zeros((len(sel), len(lower)))
         for level in np.unique(hist.levels[sel]):
             at = hist.levels[sel] == level
-            cell_sums[at] = stream.sums(level, _keys(hist.cells[sel][at], level))
-        owner = _nearest(hist.mass_centers()[sel], M) if len(sel) else np.zeros(0, int)
+            cell_sums[at] = stream.sums(level, keys[sel][at])
+        owner = nearest(hist.mass_centers()[sel], M) if len(sel) else np.zeros(0, int)
         counts = np.bincount(owner, weights=hist.counts[sel], minlength=self.n_clusters)
         sums = np.zeros((self.n_clusters, len(lower)))
         np.add.at(sums, owner, cell_sums)
         self.cluster_centers_ = self._centres(counts, sums, geometry.center, geometry.lift_fallback(M))
         self.projected_centers_ = M
         self.cluster_sizes_ = counts
-        self._finish(X)
+        self.selected_repeat_ = 0
+        self._finish(X, dtype)
         return self
 
     def _start_stream(self, X):
@@ -715,35 +770,30 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         rng = check_random_state(self.random_state)
         self.bounds_ = self._resolve_bounds(X)
         d = X.shape[1]
-        self.n_components_ = self._n_components(d)
+        tree_share = split[0] + split[1]
+        ledger = []
+        if self.n_levels == "auto" or self.n_components == "auto":
+            eps_size, eps_tree, eps_sum = split_budget(
+                self.epsilon, [tree_share * _SIZE_SHARE, tree_share * (1 - _SIZE_SHARE), split[2]])
+            n_hat, entry = self._noisy_size(len(X), eps_size, rng)
+            ledger.append(entry)
+        else:
+            eps_tree, eps_sum = split_budget(self.epsilon, [tree_share, split[2]])
+            n_hat = float(len(X))
+        self.n_components_ = self._n_components(d, n_hat, self.epsilon)
         geometry = _Geometry(*self.bounds_, self.n_components_, rng)
         self.projection_ = geometry.projection
-        eps_tree = self.epsilon * (split[0] + split[1])
-        eps_sum = self.epsilon * split[2]
-        ledger = []
-        if self.n_levels == "auto":
-            n_hat, entry = self._noisy_size(len(X), _SIZE_SHARE * eps_tree, rng)
-            ledger.append(entry)
-            eps_tree -= entry["epsilon"]
-            L = _auto_levels(n_hat, self.n_components_)
-        else:
-            L = int(self.n_levels)
-        L = min(L, 62 // self.n_components_)
+        L = self._levels(n_hat, self.n_components_, self.epsilon)
         self.n_levels_ = L
         seed = int(rng.randint(0, 2 ** 63, dtype=np.int64))
         self._step_seed = int(rng.randint(np.iinfo(np.int32).max // 2))
         stream = ContinualQuadtreeHistogram(
             self.n_components_, L, self.max_steps, eps_tree, seed, sums=True, sum_epsilon=eps_sum,
             sum_delta=self.delta, sum_sensitivity=geometry.radius, sum_l1_sensitivity=float(geometry.half.sum()))
-        ledger.append(ledger_entry("tree counts (binary-tree mechanism over the stream)", "laplace",
-                                   sensitivity=(L + 1) * stream.height, scale=stream.count_scale,
-                                   epsilon=eps_tree))
-        ledger.append(ledger_entry("cell sums (binary-tree mechanism over the stream)", stream.sum_mechanism,
-                                   sensitivity=stream.sum_sensitivity, scale=stream.sum_scale, epsilon=eps_sum,
-                                   delta=self.delta if self.delta > 0 else 0.0))
-        self.privacy_ledger_ = ledger
+        self.privacy_ledger_ = ledger + stream.ledger
         self._geometry = geometry
         self._stream = stream
+        self._stream_params = self._stream_signature()
 
     # ------------------------------------------------------------------------------------------
     # post-fit methods (post-processing of the private centres)
@@ -763,7 +813,7 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         """
         check_is_fitted(self)
         X = validate_data(self, as_numpy(X), reset=False, dtype=[np.float64, np.float32])
-        return _nearest(np.asarray(X, dtype=np.float64), self.cluster_centers_)
+        return nearest(np.asarray(X, dtype=np.float64), self.cluster_centers_)
 
     def transform(self, X):
         """Euclidean distances to the centres.
@@ -801,5 +851,5 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         check_is_fitted(self)
         X = validate_data(self, as_numpy(X), reset=False, dtype=[np.float64, np.float32])
         X = np.asarray(X, dtype=np.float64)
-        labels = _nearest(X, self.cluster_centers_)
+        labels = nearest(X, self.cluster_centers_)
         return -float(((X - self.cluster_centers_[labels]) ** 2).sum())

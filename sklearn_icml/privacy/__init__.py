@@ -16,14 +16,10 @@ replacing a record is two such steps, so a release that is ``epsilon``-DP
 here is ``2 epsilon``-DP for replacement.
 """
 
-from ._accounting import Accountant, ledger_entry
+from ._accounting import Accountant, ledger_entry, split_budget
+from ._continual import ContinualQuadtreeHistogram
 from ._exceptions import PrivacyLeakWarning
-from ._histogram import (
-    ContinualQuadtreeHistogram,
-    QuadtreeHistogram,
-    olh_parameters,
-    private_quadtree_histogram,
-)
+from ._local_hashing import olh_count_std, olh_parameters
 from ._mechanisms import (
     gaussian_delta,
     gaussian_mechanism,
@@ -31,6 +27,7 @@ from ._mechanisms import (
     geometric_mechanism,
     laplace_mechanism,
 )
+from ._quadtree import QuadtreeHistogram, private_quadtree_histogram
 from ._sums import noisy_group_sums
 
 __all__ = [
@@ -45,6 +42,8 @@ __all__ = [
     "laplace_mechanism",
     "ledger_entry",
     "noisy_group_sums",
+    "olh_count_std",
     "olh_parameters",
     "private_quadtree_histogram",
+    "split_budget",
 ]

@@ -24,25 +24,100 @@ and ``GaussianDpEvent`` noise multipliers, so a user who wants tighter
 totals over many fits can hand them to it.
 """
 
-from numbers import Real
+import math
+from numbers import Integral, Real
 
-from ..utils._sklearn_private import Interval, validate_params
+import numpy as np
 
-__all__ = ["Accountant", "ledger_entry"]
+from ..utils._sklearn_private import Interval, StrOptions, validate_params
+from ._validation import DELTA, POSITIVE
 
-_MECHANISMS = ("laplace", "geometric", "gaussian", "local_hashing")
+__all__ = ["Accountant", "ledger_entry", "split_budget"]
+
+_MECHANISMS = ("laplace", "geometric", "gaussian", "local_hashing", "exponential")
+#: a budget that may be spent: finite, non-negative
+_SPEND = [Interval(Real, 0, np.inf, closed="left")]
 
 
+@validate_params(
+    {"total": _SPEND, "shares": ["array-like"], "spent": ["array-like"]},
+    prefer_skip_nested_validation=True,
+)
+def split_budget(total, shares, spent=()):
+    """Split a budget into parts proportional to ``shares`` that add up to at most ``total`` exactly.
+
+    The last part is the remainder, lowered by an ulp at a time until the
+    correctly rounded sum (:func:`math.fsum`) of the parts is ``<= total``,
+    so a ledger of these parts never reports more than was asked (a naive
+    ``total * share`` split can exceed it by one ulp, e.g. 7.77 becoming
+    7.7700000000000005).
+
+    Parameters
+    ----------
+    total : float
+        The budget (epsilon or delta), finite and non-negative.
+    shares : array-like of shape (n_parts,)
+        Positive finite weights (normalised here).
+    spent : array-like of float, default=()
+        Parts already spent out of ``total``; the new parts share what is
+        left, and ``math.fsum(spent + parts) <= total``.
+
+    Returns
+    -------
+    parts : list of float
+        Non-negative parts with ``math.fsum(parts) <= total``, equal to
+        ``total`` up to rounding.
+
+    Examples
+    --------
+    >>> import math
+    >>> from sklearn_icml.privacy import split_budget
+    >>> parts = split_budget(7.77, [0.5, 0.25, 0.25])
+    >>> math.fsum(parts) <= 7.77, len(parts)
+    (True, 3)
+    """
+    w = np.asarray(shares, dtype=np.float64).ravel()
+    if w.size == 0 or not np.all(np.isfinite(w)) or np.any(w <= 0):
+        raise ValueError(f"split_budget: shares must be positive finite numbers; got {shares!r}.")
+    spent = [float(v) for v in np.asarray(spent, dtype=np.float64).ravel()]
+    w = w / w.sum()
+    total = float(total)
+    rest = max(total - math.fsum(spent), 0.0)
+    parts = [rest * float(s) for s in w[:-1]]
+    last = max(total - math.fsum(spent + parts), 0.0)
+    while last > 0 and math.fsum(spent + parts + [last]) > total:
+        last = float(np.nextafter(last, 0.0))
+    while parts and math.fsum(spent + parts + [last]) > total:  # pragma: no cover - rounding of the others
+        parts = [float(np.nextafter(p, 0.0)) for p in parts]
+    return parts + [last]
+
+
+@validate_params(
+    {"label": [str], "mechanism": [StrOptions(set(_MECHANISMS))], "epsilon": _SPEND,
+     "sensitivity": POSITIVE + [None], "scale": POSITIVE + [None], "delta": DELTA,
+     "count": [Interval(Integral, 1, None, closed="left")]},
+    prefer_skip_nested_validation=True,
+)
 def ledger_entry(label, mechanism, *, epsilon, sensitivity=None, scale=None, delta=0.0, count=1):
     """One ledger entry (a plain dict), checked for consistency.
+
+    The check: ``count`` releases of the noise ``scale`` on a query of
+    this ``sensitivity`` must each be ``(epsilon / count, delta / count)``-DP
+    (Laplace and geometric: ``scale >= sensitivity * count / epsilon``;
+    Gaussian: the analytic condition of :func:`gaussian_delta`; exponential
+    mechanism on a utility of the given sensitivity with monotone utilities:
+    ``scale >= sensitivity * count / epsilon``, selection probabilities
+    proportional to ``exp(utility / scale)``).
 
     Parameters
     ----------
     label : str
         What was released (``"tree counts"``, ``"cluster sums"``, ...).
-    mechanism : {"laplace", "geometric", "gaussian", "local_hashing"}
+    mechanism : {"laplace", "geometric", "gaussian", "local_hashing", "exponential"}
         The noise distribution; ``"local_hashing"`` is a local randomiser
-        (each record's report is ``epsilon``-LDP) with no additive scale.
+        (each record's report is ``epsilon``-LDP) with no additive scale;
+        ``"exponential"`` the exponential mechanism (``scale`` its
+        temperature).
     epsilon : float
         Total epsilon of the ``count`` releases.
     sensitivity : float, default=None
@@ -72,6 +147,23 @@ def ledger_entry(label, mechanism, *, epsilon, sensitivity=None, scale=None, del
     additive = mechanism != "local_hashing"
     if additive and (sensitivity is None or scale is None):
         raise ValueError(f"a {mechanism} ledger entry needs its sensitivity and noise scale.")
+    per_eps, per_delta = epsilon / count, delta / count
+    if additive:
+        if per_eps == 0:
+            raise ValueError(f"ledger_entry: epsilon must be positive for a {mechanism} entry; got {epsilon!r}.")
+        if mechanism == "gaussian":
+            from ._mechanisms import _gaussian_delta
+
+            if delta <= 0 or _gaussian_delta(scale, per_eps, sensitivity) > per_delta * (1 + 1e-6) + 1e-300:
+                raise ValueError(
+                    f"ledger_entry: Gaussian noise sigma={scale!r} on sensitivity {sensitivity!r} is not "
+                    f"(epsilon={per_eps!r}, delta={per_delta!r})-DP per release; the entry would understate its cost."
+                )
+        elif scale < sensitivity / per_eps * (1 - 1e-9):
+            raise ValueError(
+                f"ledger_entry: {mechanism} noise scale={scale!r} on sensitivity {sensitivity!r} spends "
+                f"{sensitivity / scale:.6g} per release, more than epsilon / count = {per_eps!r}."
+            )
     return {"label": str(label), "mechanism": mechanism,
             "sensitivity": float(sensitivity) if additive else None,
             "scale": float(scale) if additive else None,
@@ -115,6 +207,11 @@ class Accountant:
     1.0
     """
 
+    @validate_params(
+        {"epsilon": [Interval(Real, 0, np.inf, closed="neither"), None],
+         "delta": [Interval(Real, 0, 1, closed="both"), None]},
+        prefer_skip_nested_validation=True,
+    )
     def __init__(self, epsilon=None, delta=None):
         self.epsilon = epsilon
         self.delta = delta
@@ -145,8 +242,7 @@ class Accountant:
             raise ValueError(f"Accountant: spending would reach delta={delta:.6g}, over the cap {self.delta}.")
 
     @validate_params(
-        {"epsilon": [Interval(Real, 0, None, closed="left")], "delta": [Interval(Real, 0, 1, closed="left")],
-         "label": [str, None]},
+        {"epsilon": _SPEND, "delta": DELTA, "label": [str, None]},
         prefer_skip_nested_validation=True,
     )
     def spend(self, epsilon, delta=0.0, *, label=None):

@@ -24,6 +24,7 @@ from scipy.special import log_ndtr, ndtr
 from sklearn.utils import check_random_state
 
 from ..utils._sklearn_private import Interval, validate_params
+from ._validation import DELTA_POSITIVE, EPSILON, POSITIVE, check_finite
 
 __all__ = [
     "gaussian_delta",
@@ -33,12 +34,14 @@ __all__ = [
     "laplace_mechanism",
 ]
 
-_POSITIVE = [Interval(Real, 0, None, closed="neither")]
-_DELTA = [Interval(Real, 0, 1, closed="neither")]
+_POSITIVE = POSITIVE
+_DELTA = DELTA_POSITIVE
+#: largest |count| the geometric mechanism releases (int64 with room for the noise)
+_MAX_COUNT = 2 ** 62
 
 
 @validate_params(
-    {"value": ["array-like", Real], "sensitivity": _POSITIVE, "epsilon": _POSITIVE,
+    {"value": ["array-like", Real], "sensitivity": _POSITIVE, "epsilon": EPSILON,
      "random_state": ["random_state"]},
     prefer_skip_nested_validation=True,
 )
@@ -71,15 +74,15 @@ def laplace_mechanism(value, *, sensitivity, epsilon, random_state=None):
     >>> noisy.shape
     (2,)
     """
-    value = np.asarray(value, dtype=np.float64)
+    value = check_finite(value, "value", caller="laplace_mechanism")
     rng = check_random_state(random_state)
     noisy = value + rng.laplace(0.0, sensitivity / epsilon, size=value.shape)
     return noisy if noisy.ndim else float(noisy)
 
 
 @validate_params(
-    {"value": ["array-like", Real], "sensitivity": [Interval(Real, 1, None, closed="left")],
-     "epsilon": _POSITIVE, "random_state": ["random_state"]},
+    {"value": ["array-like", Real], "sensitivity": [Interval(Real, 1, np.inf, closed="left")],
+     "epsilon": EPSILON, "random_state": ["random_state"]},
     prefer_skip_nested_validation=True,
 )
 def geometric_mechanism(value, *, sensitivity=1, epsilon, random_state=None):
@@ -113,9 +116,12 @@ def geometric_mechanism(value, *, sensitivity=1, epsilon, random_state=None):
     >>> geometric_mechanism([3, 0, 7], epsilon=1.0, random_state=0).dtype
     dtype('int64')
     """
-    value = np.asarray(value)
+    value = check_finite(value, "value", caller="geometric_mechanism")
     if value.size and not np.all(np.mod(value, 1) == 0):
-        raise ValueError(f"geometric_mechanism releases integer counts; got non-integer values {value!r}.")
+        raise ValueError(f"geometric_mechanism releases integer counts; got non-integer values in value {value!r}.")
+    if value.size and np.max(np.abs(value)) > _MAX_COUNT:
+        raise ValueError(f"geometric_mechanism: value must be counts within +-2**62 (int64 range); got "
+                         f"{np.max(np.abs(value)):g}.")
     rng = check_random_state(random_state)
     p = -np.expm1(-epsilon / sensitivity)  # success probability 1 - exp(-eps / sensitivity)
     noise = rng.geometric(p, size=value.shape) - rng.geometric(p, size=value.shape)
@@ -124,7 +130,7 @@ def geometric_mechanism(value, *, sensitivity=1, epsilon, random_state=None):
 
 
 @validate_params(
-    {"sigma": _POSITIVE, "epsilon": [Interval(Real, 0, None, closed="left")], "sensitivity": _POSITIVE},
+    {"sigma": _POSITIVE, "epsilon": [Interval(Real, 0, np.inf, closed="left")], "sensitivity": _POSITIVE},
     prefer_skip_nested_validation=True,
 )
 def gaussian_delta(sigma, epsilon, sensitivity=1.0):
@@ -165,7 +171,7 @@ def _gaussian_delta(sigma, epsilon, sensitivity):
 
 
 @validate_params(
-    {"epsilon": _POSITIVE, "delta": _DELTA, "sensitivity": _POSITIVE},
+    {"epsilon": EPSILON, "delta": _DELTA, "sensitivity": _POSITIVE},
     prefer_skip_nested_validation=True,
 )
 def gaussian_noise_scale(epsilon, delta, sensitivity=1.0):
@@ -178,7 +184,9 @@ def gaussian_noise_scale(epsilon, delta, sensitivity=1.0):
     Parameters
     ----------
     epsilon : float
-        Privacy parameter epsilon of the release.
+        Privacy parameter epsilon of the release (finite; large values up
+        to ``1e12`` and beyond give ``sigma`` of order
+        ``sensitivity / sqrt(2 epsilon)``).
     delta : float
         Privacy parameter delta of the release, in (0, 1).
     sensitivity : float, default=1.0
@@ -198,7 +206,12 @@ def gaussian_noise_scale(epsilon, delta, sensitivity=1.0):
     def excess(log_sigma):
         return _gaussian_delta(np.exp(log_sigma), epsilon, 1.0) - delta
 
+    # bracket the root in log(sigma): small sigma leaks (excess > 0), large sigma does not
     lo, hi = -10.0, 10.0
+    while excess(lo) <= 0:  # large epsilon: sigma ~ 1 / sqrt(2 epsilon) and below
+        lo -= 10.0
+        if lo < -700:  # pragma: no cover - unreachable for finite epsilon
+            raise ValueError(f"gaussian_noise_scale: no noise scale found for epsilon={epsilon!r}.")
     while excess(hi) > 0:  # pragma: no cover - only for absurdly small delta
         hi *= 2
     sigma = np.exp(brentq(excess, lo, hi, xtol=1e-12, rtol=1e-12))
@@ -209,7 +222,7 @@ def gaussian_noise_scale(epsilon, delta, sensitivity=1.0):
 
 
 @validate_params(
-    {"value": ["array-like", Real], "sensitivity": _POSITIVE, "epsilon": _POSITIVE, "delta": _DELTA,
+    {"value": ["array-like", Real], "sensitivity": _POSITIVE, "epsilon": EPSILON, "delta": _DELTA,
      "random_state": ["random_state"]},
     prefer_skip_nested_validation=True,
 )
@@ -243,7 +256,7 @@ def gaussian_mechanism(value, *, sensitivity, epsilon, delta, random_state=None)
     ...                    random_state=0).shape
     (3,)
     """
-    value = np.asarray(value, dtype=np.float64)
+    value = check_finite(value, "value", caller="gaussian_mechanism")
     rng = check_random_state(random_state)
     sigma = gaussian_noise_scale(epsilon, delta, sensitivity)
     noisy = value + rng.normal(0.0, sigma, size=value.shape)

@@ -1,6 +1,6 @@
 """Noisy per-group counts and sums of bounded vectors."""
 
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 from sklearn.utils import check_random_state
@@ -9,14 +9,14 @@ from ..utils._sklearn_private import Interval, StrOptions, validate_params
 from ._accounting import ledger_entry
 from ._mechanisms import gaussian_noise_scale
 from ._sensitivity import box_sum_sensitivity, group_count_sensitivity
+from ._validation import DELTA, EPSILON, check_box, check_finite
 
 __all__ = ["noisy_group_sums"]
 
 
 @validate_params(
     {"X": ["array-like"], "groups": ["array-like"], "n_groups": [Interval(Integral, 1, None, closed="left")],
-     "bounds": [tuple, list], "epsilon_count": [Interval(Real, 0, None, closed="neither")],
-     "epsilon_sum": [Interval(Real, 0, None, closed="neither")], "delta": [Interval(Real, 0, 1, closed="left")],
+     "bounds": [tuple, list], "epsilon_count": EPSILON, "epsilon_sum": EPSILON, "delta": DELTA,
      "model": [StrOptions({"central", "local"})], "random_state": ["random_state"]},
     prefer_skip_nested_validation=True,
 )
@@ -53,7 +53,8 @@ def noisy_group_sums(X, groups, n_groups, *, bounds, epsilon_count, epsilon_sum,
     n_groups : int
         Number of groups.
     bounds : tuple (lower, upper)
-        Public box, scalars or arrays of shape (n_features,).
+        Public box, scalars or arrays of shape (n_features,): finite, with
+        ``lower < upper``.
     epsilon_count : float
         Budget of the counts.
     epsilon_sum : float
@@ -87,17 +88,19 @@ def noisy_group_sums(X, groups, n_groups, *, bounds, epsilon_count, epsilon_sum,
     >>> counts.shape, sums.shape, sum(e["epsilon"] for e in ledger)
     ((2,), (2, 2), 1.0)
     """
-    X = np.asarray(X, dtype=np.float64)
-    groups = np.asarray(groups)
-    if X.ndim != 2 or groups.shape != (X.shape[0],):
-        raise ValueError(f"noisy_group_sums expects X of shape (n, d) and groups of shape (n,); got {X.shape} "
-                         f"and {groups.shape}.")
+    caller = "noisy_group_sums"
+    X = check_finite(X, "X", caller=caller, ndim=2)
+    groups = check_finite(groups, "groups", caller=caller, ndim=1)
+    if groups.shape != (X.shape[0],):
+        raise ValueError(f"{caller}: expects X of shape (n, d) and groups of shape (n,); got {X.shape} and "
+                         f"{groups.shape}.")
+    if groups.size and not np.all(groups == np.round(groups)):
+        raise ValueError(f"{caller}: groups must be integer group indices; got fractional values.")
     if groups.size and (groups.min() < 0 or groups.max() >= n_groups):
-        raise ValueError(f"groups must lie in [0, {n_groups}); got values in [{groups.min()}, {groups.max()}].")
+        raise ValueError(f"{caller}: groups must lie in [0, {n_groups}); got values in [{groups.min():g}, "
+                         f"{groups.max():g}].")
     n, d = X.shape
-    lower, upper = (np.broadcast_to(np.asarray(b, dtype=np.float64), (d,)) for b in bounds)
-    if np.any(upper < lower):
-        raise ValueError(f"bounds must satisfy lower <= upper; got {bounds!r}.")
+    lower, upper = check_box(bounds, d, caller=caller)
     center = (lower + upper) / 2.0
     half = (upper - lower) / 2.0
     rng = check_random_state(random_state)

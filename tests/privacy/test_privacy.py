@@ -19,8 +19,8 @@ from sklearn_icml.privacy import (
     olh_parameters,
     private_quadtree_histogram,
 )
-from sklearn_icml.privacy._histogram import _keys, unit_cells
-
+from sklearn_icml.privacy._cells import pack_keys as _keys
+from sklearn_icml.privacy._cells import unit_cells
 
 # ------------------------------------------------------------------------------------------------
 # mechanisms
@@ -136,7 +136,7 @@ def test_continual_counts_use_the_binary_tree_noise():
     stream = ContinualQuadtreeHistogram(2, n_levels=2, max_steps=8, epsilon=1.0, seed=11)
     assert stream.count_scale == pytest.approx(3 * 4 / 1.0)  # (levels 0..2) * (log2(8) + 1) / epsilon
     total = 0
-    for step in range(7):
+    for _step in range(7):
         batch = rng.uniform(0, 1, size=(100, 2))
         total += len(batch)
         stream.add_step(batch)
@@ -209,7 +209,7 @@ def test_accountant_composes_and_enforces_caps():
     with pytest.raises(ValueError, match="fitted private estimator"):
         acc.add(object())
     with pytest.raises(ValueError, match="mechanism"):
-        ledger_entry("x", "exponential", epsilon=1.0, sensitivity=1.0, scale=1.0)
+        ledger_entry("x", "bogus", epsilon=1.0, sensitivity=1.0, scale=1.0)
 
 
 # ------------------------------------------------------------------------------------------------

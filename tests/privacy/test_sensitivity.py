@@ -105,14 +105,19 @@ def test_private_kmeans_local_model_spends_what_it_reports():
     """The lifted sums of PrivateKMeans(privacy="local") are calibrated to the replaced-record sensitivity."""
     from sklearn_icml.cluster import PrivateKMeans
 
-    X = np.random.RandomState(1).uniform(-1, 1, size=(300, 2))
-    for algorithm in ("greedy", "lloyd"):
-        km = PrivateKMeans(2, epsilon=1.0, delta=1e-6, bounds=(-1, 1), privacy="local", algorithm=algorithm,
-                           random_state=0).fit(X)
-        sums = [e for e in km.privacy_ledger_ if "sums" in e["label"]]
-        assert sums
-        for e in sums:
-            # opposite corners of [-1, 1]^2 in the same cluster: ||(2, 2)||_2
-            assert e["sensitivity"] >= math.hypot(2.0, 2.0) - 1e-12
-            per_release = e["epsilon"] / e["count"], e["delta"] / e["count"]
-            assert e["scale"] >= gaussian_noise_scale(*per_release, math.hypot(2.0, 2.0)) * (1 - 1e-12)
+    # 2-D: Laplace sums (more accurate there); 12-D: Gaussian sums (more accurate in high dimension)
+    for d, mechanism in ((2, "laplace"), (12, "gaussian")):
+        X = np.random.RandomState(1).uniform(-1, 1, size=(300, d))
+        worst = 2.0 * (d if mechanism == "laplace" else math.sqrt(d))  # opposite corners of [-1, 1]^d
+        for algorithm in ("greedy", "lloyd"):
+            km = PrivateKMeans(2, epsilon=1.0, delta=1e-6, bounds=(-1, 1), privacy="local", algorithm=algorithm,
+                               random_state=0).fit(X)
+            sums = [e for e in km.privacy_ledger_ if "sums" in e["label"]]
+            assert sums and all(e["mechanism"] == mechanism for e in sums)
+            for e in sums:
+                assert e["sensitivity"] >= worst - 1e-12
+                eps, delta = e["epsilon"] / e["count"], e["delta"] / e["count"]
+                if mechanism == "gaussian":
+                    assert e["scale"] >= gaussian_noise_scale(eps, delta, worst) * (1 - 1e-12)
+                else:
+                    assert e["scale"] >= worst / eps * (1 - 1e-12)

@@ -1,0 +1,60 @@
+"""Input checks shared by the public helpers of :mod:`sklearn_icml.privacy`.
+
+The budgets are checked by ``validate_params`` constraints (``EPSILON``:
+finite and positive; ``DELTA``: in ``[0, 1)``); data and boxes by the
+functions below, whose errors name the parameter and the bad value.
+"""
+
+from numbers import Real
+
+import numpy as np
+
+from ..utils._sklearn_private import Interval
+
+__all__ = ["DELTA", "DELTA_POSITIVE", "EPSILON", "POSITIVE", "MAX_ABS_BOUND", "check_box", "check_finite"]
+
+#: epsilon: finite and positive (``inf`` would mean no noise at all, i.e. no privacy)
+EPSILON = [Interval(Real, 0, np.inf, closed="neither")]
+#: delta of an approximate-DP release: in [0, 1)
+DELTA = [Interval(Real, 0, 1, closed="left")]
+#: delta of a Gaussian release: in (0, 1)
+DELTA_POSITIVE = [Interval(Real, 0, 1, closed="neither")]
+#: a finite positive scale or sensitivity
+POSITIVE = [Interval(Real, 0, np.inf, closed="neither")]
+#: largest absolute box coordinate: squared distances and noise scales stay finite in float64
+MAX_ABS_BOUND = 1e150
+
+
+def check_finite(value, name, *, caller, ndim=None, dtype=np.float64):
+    """``value`` as an array, refusing NaN and infinite entries (and a wrong number of dimensions)."""
+    try:
+        arr = np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError):
+        raise ValueError(f"{caller}: {name} must be numeric; got {value!r}.") from None
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{caller}: {name} must have {ndim} dimension(s); got shape {arr.shape}.")
+    if arr.size and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{caller}: {name} must be finite (no NaN or inf); got non-finite values.")
+    return arr
+
+
+def check_box(bounds, n_dims, *, caller, name="bounds"):
+    """``(lower, upper)`` arrays of shape ``(n_dims,)``: finite, within +-1e150, ``lower < upper``."""
+    try:
+        if len(bounds) != 2:
+            raise ValueError
+        lower, upper = (np.broadcast_to(np.asarray(b, dtype=np.float64), (n_dims,)).copy() for b in bounds)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{caller}: {name} must be (lower, upper) with scalars or arrays of shape ({n_dims},); got {bounds!r}."
+        ) from None
+    if not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper))):
+        raise ValueError(f"{caller}: {name} must be finite; got {bounds!r}.")
+    if np.any(np.abs(lower) > MAX_ABS_BOUND) or np.any(np.abs(upper) > MAX_ABS_BOUND):
+        raise ValueError(
+            f"{caller}: {name} must lie within +-{MAX_ABS_BOUND:g} (squared distances and noise scales must stay "
+            f"finite); got {bounds!r}."
+        )
+    if np.any(upper <= lower):
+        raise ValueError(f"{caller}: {name} must satisfy lower < upper in every dimension; got {bounds!r}.")
+    return lower, upper
