@@ -287,3 +287,20 @@ def test_correlation_cost_refuses_non_finite_labels(bad):
     with pytest.raises(ValueError, match="labels must not hold None or NaN"):
         correlation_cost(A, np.array(["a", None, "b"], dtype=object))
     assert correlation_cost(A, [0.0, -1.0, 0.0]) == 2  # -1 is a documented singleton
+
+
+def test_sampled_agreement_matches_exact_cost_and_follows_random_state():
+    A, truth = make_planted_partition(2000, 40, p_in=0.8, p_out=0.005, random_state=1)
+    exact = CorrelationClustering(affinity="precomputed").fit(A)
+    for s in (8, 16):
+        sampled = CorrelationClustering(affinity="precomputed", sample_size=s, random_state=0).fit(A)
+        assert sampled.cost_ <= 1.05 * exact.cost_
+        assert adjusted_rand_score(truth, sampled.labels_) > 0.95
+        again = CorrelationClustering(affinity="precomputed", sample_size=s, random_state=0).fit(A)
+        np.testing.assert_array_equal(again.labels_, sampled.labels_)
+    # the estimators are the definitions': on a graph of disjoint cliques every tested edge agrees exactly
+    cliques = sp.block_diag([np.ones((5, 5)) - np.eye(5)] * 6, format="csr")
+    labels = CorrelationClustering(affinity="precomputed", sample_size=3, random_state=0).fit(cliques).labels_
+    np.testing.assert_array_equal(labels, np.repeat(np.arange(6), 5))
+    # an isolated vertex is its own cluster
+    assert CorrelationClustering(affinity="precomputed", sample_size=4).fit(sp.csr_array((3, 3))).n_clusters_ == 3
