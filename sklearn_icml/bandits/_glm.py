@@ -201,6 +201,10 @@ class PairwiseGLMClassifier(ClassifierMixin, BaseEstimator):
                 f"{self.classes_.tolist()!r}."
             )
         sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        with np.errstate(over="ignore"):
+            if not np.isfinite(np.einsum("ij,ij->", X, X)):  # the Newton system holds X^T W X
+                raise ValueError(f"{type(self).__name__}: the pair features are too large to square in float64 "
+                                 f"(largest |x| = {np.abs(X).max():.3g}); rescale X.")
         theta, self.n_iter_, converged = fit_glm(
             X, y_idx, sample_weight, link=self.link, alpha=self.alpha, max_iter=self.max_iter, tol=self.tol)
         if not converged:

@@ -196,7 +196,8 @@ class PrototypeSurvival(SurvivalMixin, BaseEstimator):
         "nll_alpha": [Interval(Real, 0, 1, closed="both")],
         "ot_reg": [Interval(Real, 0, None, closed="neither")],
         "ot_reg_m": [Interval(Real, 0, None, closed="neither")],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        # torch trains in float32: a step size beyond its range overflows inside the optimizer
+        "learning_rate": [Interval(Real, 0, float(np.finfo(np.float32).max), closed="neither")],
         "weight_decay": [Interval(Real, 0, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "warmup_epochs": [Interval(Integral, 0, None, closed="left")],
