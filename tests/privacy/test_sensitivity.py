@@ -121,3 +121,97 @@ def test_private_kmeans_local_model_spends_what_it_reports():
                     assert e["scale"] >= gaussian_noise_scale(eps, delta, worst) * (1 - 1e-12)
                 else:
                     assert e["scale"] >= worst / eps * (1 - 1e-12)
+
+
+# ------------------------------------------------------------------------------------------------
+# histogram levels, continual counters, local hashing reports
+
+
+def _level_count_vectors(points, n_levels):
+    """Exact counts of every cell of every level 1..n_levels of the unit square, from the definition."""
+    out = []
+    for level in range(1, n_levels + 1):
+        side = 2 ** level
+        counts = np.zeros((side, side))
+        for x, y in points:
+            i, j = (min(int(np.floor(np.clip(v, 0, 1) * side)), side - 1) for v in (x, y))
+            counts[i, j] += 1
+        out.append(counts)
+    return out
+
+
+def test_tree_level_sensitivity_covers_the_brute_force_worst_case():
+    from sklearn_icml.privacy import private_quadtree_histogram
+
+    n_levels = 3
+    D = [(0.1, 0.2), (0.8, 0.8), (0.55, 0.3)]
+    grid = [(x, y) for x in (-0.2, 0.0, 0.3, 0.5, 0.99, 1.0, 1.4) for y in (0.0, 0.26, 0.5, 0.75, 1.0)]
+    base = _level_count_vectors(D, n_levels)
+    worst_level, worst_total = 0.0, 0.0
+    for r in grid:
+        new = _level_count_vectors(D + [r], n_levels)
+        changes = [np.abs(a - b).sum() for a, b in zip(new, base)]
+        worst_level, worst_total = max(worst_level, max(changes)), max(worst_total, sum(changes))
+    hist = private_quadtree_histogram(np.array(D), bounds=(0, 1), n_levels=n_levels, epsilon=1.0, threshold=1.0,
+                                      random_state=0)
+    (entry,) = hist.ledger
+    assert entry["sensitivity"] >= worst_level and entry["count"] == n_levels
+    assert entry["sensitivity"] * entry["count"] >= worst_total
+    assert entry["scale"] >= entry["sensitivity"] * entry["count"] / entry["epsilon"] * (1 - 1e-12)
+
+
+def _prefix_nodes(t):
+    """Aligned power-of-two blocks covering steps 0..t-1 (the dyadic decomposition, built independently)."""
+    nodes, start = [], 0
+    for height in range(64, -1, -1):
+        size = 1 << height
+        if start + size <= t and start % size == 0:
+            nodes.append((height, start // size))
+            start += size
+    return nodes
+
+
+@pytest.mark.parametrize("max_steps", [1, 5, 8, 13])
+def test_continual_counter_sensitivity_covers_the_brute_force_worst_case(max_steps):
+    from sklearn_icml.privacy import ContinualQuadtreeHistogram
+
+    n_levels = 2
+    released = {node for t in range(1, max_steps + 1) for node in _prefix_nodes(t)}
+    # a record added at step s changes, at each of the n_levels + 1 levels, every released node containing s
+    per_step = [sum(1 for h, i in released if i << h <= s < (i + 1) << h) for s in range(max_steps)]
+    worst_counts = (n_levels + 1) * max(per_step)
+    worst_sums_l1 = n_levels * max(per_step) * 3.0  # values with ||v||_1 <= 3, sums at levels 1..n_levels
+    worst_sums_l2 = math.sqrt(n_levels * max(per_step)) * 2.0  # ||v||_2 <= 2
+    for sum_delta, worst_sums in ((0.0, worst_sums_l1), (1e-6, worst_sums_l2)):
+        stream = ContinualQuadtreeHistogram(2, n_levels, max_steps, 1.0, seed=0, sums=True, sum_epsilon=1.0,
+                                            sum_delta=sum_delta, sum_sensitivity=2.0, sum_l1_sensitivity=3.0)
+        counts, sums = stream.ledger
+        assert counts["sensitivity"] >= worst_counts
+        assert counts["scale"] >= counts["sensitivity"] / counts["epsilon"] * (1 - 1e-12)
+        assert sums["sensitivity"] >= worst_sums * (1 - 1e-12)
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 2.0, 30.0])
+def test_local_hashing_reports_are_epsilon_ldp(epsilon):
+    """Each report keeps its bucket with probability p, else a uniform other bucket: ratio p (g-1) / (1-p)."""
+    from sklearn_icml.privacy import olh_parameters
+    from sklearn_icml.privacy._cells import pack_keys
+    from sklearn_icml.privacy._hashing import hash_np
+    from sklearn_icml.privacy._local_hashing import olh_reports
+
+    g, p = olh_parameters(epsilon)
+    # the worst pair: two inputs whose hashes differ; the output is the bucket of one of them
+    assert math.log(p / ((1 - p) / (g - 1))) <= epsilon * (1 + 1e-12)
+    # the reports behave as stated: the same record reported 40000 times with fresh seeds and levels
+    n_levels = 3
+    Q = np.tile([[5, 2]], (40000, 1))
+    level, seeds, buckets = olh_reports(Q, n_levels, epsilon, np.random.RandomState(0))
+    keys = np.array([pack_keys(Q[:1] >> (n_levels - lv), lv)[0] for lv in level])
+    true = hash_np(seeds, keys) % g
+    kept = buckets == true
+    assert abs(kept.mean() - p) < 4 * math.sqrt(p * (1 - p) / len(kept))
+    if g <= 64 and (~kept).sum() > 1000:  # the others are uniform over the g - 1 other buckets
+        shift = (buckets[~kept] - true[~kept]) % g
+        freq = np.bincount(shift, minlength=g)[1:] / (~kept).sum()
+        assert np.all(np.abs(freq - 1 / (g - 1)) < 5 * math.sqrt(1 / (g - 1) / (~kept).sum()) + 1e-3)
+    assert np.all(np.bincount(level, minlength=n_levels + 1)[1:] > 12000)  # levels drawn independently of x
