@@ -11,6 +11,17 @@ Tables:
    medians the issue's bars are stated on, with the bars checked.
 2. fit time as n grows (10-D blobs, k=8, epsilon=1): 10^4, 10^5, 10^6 points (10^5 at most with
    ``--quick``), ours (``--device`` for the torch steps) against diffprivlib.
+3. the local model at the same reported epsilon=1, calibrated to a replaced record (L2
+   sensitivity ``2 ||h||`` of the sums; the current code) against the previous calibration
+   (``sqrt(2) ||h||``, which spent about 1.11 when it reported 1, always Gaussian sums), emulated
+   in this process by patching the sensitivity back.
+4. the non-private limit: epsilon from 0.1 to 1e6 on well-separated blobs (scikit-learn's
+   ``check_clustering`` data, n=50, standardised, bounds +-10; 10-D blobs, n=3000, k=5, bounds
+   +-12): the share of seeds whose partition equals scikit-learn's ``KMeans(n_init=10)`` one, and
+   the cost over KMeans's. Target at epsilon >= 1e3: every seed, median <= 1.02x.
+5. boosting: ``n_repeats`` 1 (default), 3 and 5 at epsilon=1 on the three datasets of table 1.
+
+``--only main,local,limit,boost`` runs a subset of the tables (``main``: tables 1 and 2).
 
 diffprivlib does not import beside scikit-learn 1.9, so the script builds a virtualenv with
 ``diffprivlib==0.6.6`` and ``scikit-learn==1.6.1`` (default ``/tmp/sklearn-icml-diffprivlib-venv``,
@@ -20,6 +31,7 @@ costs are computed here with the same function for every method. ``--no-peer`` s
 """
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -106,18 +118,129 @@ def parse():
     extra.add_argument("--peer-venv", default=os.environ.get("SKLEARN_ICML_DIFFPRIVLIB_VENV",
                                                              "/tmp/sklearn-icml-diffprivlib-venv"))
     extra.add_argument("--no-peer", action="store_true", help="skip diffprivlib")
+    extra.add_argument("--only", default="main,local,limit,boost", help="comma-separated tables to run")
     own, rest = extra.parse_known_args()
     if "-h" in rest or "--help" in rest:
-        print("extra options: --peer-venv PATH (diffprivlib virtualenv), --no-peer (skip diffprivlib)")
+        print("extra options: --peer-venv PATH (diffprivlib virtualenv), --no-peer (skip diffprivlib), "
+              "--only main,local,limit,boost")
     args = bench_args(__doc__, rest)
-    args.peer_venv, args.no_peer = own.peer_venv, own.no_peer
+    args.peer_venv, args.no_peer, args.only = own.peer_venv, own.no_peer, set(own.only.split(","))
     return args
+
+
+def load_line():
+    load = os.getloadavg()
+    return (f"Machine load (uptime load average 1/5/15 min) at the end: {load[0]:.2f} / {load[1]:.2f} / "
+            f"{load[2]:.2f} on {os.cpu_count()} cores.")
+
+
+def local_before_after(args, data, base_cost):
+    """Table 3: the local model with the replaced-record calibration against the previous one."""
+    from unittest import mock
+
+    import sklearn_icml.privacy._sums as sums_module
+    from sklearn_icml.cluster._private_kmeans import PrivateKMeans as Est
+    from sklearn_icml.privacy._sensitivity import box_sum_sensitivity
+
+    def old_sensitivity(half, norm, model):  # the previous code: sqrt(2) ||h||_2 for local Gaussian sums
+        if norm == 2 and model == "local":
+            return max(math.sqrt(2.0) * float(np.linalg.norm(half)), np.finfo(float).tiny)
+        return box_sum_sensitivity(half, norm, model)
+
+    t = Table("Local model at reported epsilon=1: cost / sklearn KMeans cost", "cost ratio", higher_is_better=False)
+    for name, (X, k, bounds) in data.items():
+        for seed in args.seeds:
+            after = PrivateKMeans(k, epsilon=1.0, bounds=bounds, privacy="local", random_state=seed).fit(X)
+            t.add(name, "local, replaced-record sensitivity (now)", kmeans_cost(X, after.cluster_centers_)
+                  / base_cost[name], ours=True)
+            with mock.patch.object(sums_module, "box_sum_sensitivity", old_sensitivity), \
+                    mock.patch.object(Est, "_sum_delta", lambda self, eps, delta: float(delta)):
+                before = PrivateKMeans(k, epsilon=1.0, bounds=bounds, privacy="local", random_state=seed).fit(X)
+            t.add(name, "local, previous calibration (spent more than reported)",
+                  kmeans_cost(X, before.cluster_centers_) / base_cost[name])
+    t.note("Both rows report epsilon_spent_=1. The previous calibration under-noised the Gaussian sums "
+           "(L2 sensitivity sqrt(2)||h|| instead of 2||h||): its sums were about (0.36, 1e-6)-DP when the ledger "
+           "said (0.25, 1e-6), about 1.11 in all. The current code also uses Laplace sums where they are more "
+           "accurate (low dimension), which the previous code did not.")
+    return t
+
+
+def limit_datasets():
+    X50, _ = make_blobs(n_samples=50, random_state=1)  # scikit-learn's check_clustering data
+    X50 = (X50 - X50.mean(0)) / X50.std(0)
+    X10, _ = make_blobs(n_samples=3000, n_features=10, centers=5, cluster_std=1.0, center_box=(-8, 8),
+                        random_state=1)
+    return {"3 blobs, n=50, 2-D (+-10)": (X50, 3, (-10.0, 10.0)),
+            "5 blobs, n=3000, 10-D (+-12)": (X10, 5, (-12.0, 12.0))}
+
+
+def non_private_limit(args):
+    """Table 4: share of seeds recovering KMeans's partition and cost ratio as epsilon grows."""
+    from sklearn.metrics import adjusted_rand_score
+
+    epsilons = [0.1, 1.0, 10.0, 1e3, 1e6] if args.quick else [0.1, 1.0, 10.0, 100.0, 1e3, 1e4, 1e6]
+    seeds = range(5) if args.quick else range(10)
+    lines = ["### Non-private limit: seeds recovering scikit-learn's partition, median (max) cost / KMeans", "",
+             "| data | method | " + " | ".join(f"eps={e:g}" for e in epsilons) + " |",
+             "|---|---|" + "---|" * len(epsilons)]
+    verdicts = []
+    for name, (X, k, bounds) in limit_datasets().items():
+        ref = KMeans(k, n_init=10, random_state=0).fit(X)
+        for method, params in ((OURS, {}), (LLOYD, {"algorithm": "lloyd"})):
+            cells = []
+            for eps in epsilons:
+                rec, ratio = [], []
+                for seed in seeds:
+                    km = PrivateKMeans(k, epsilon=eps, bounds=bounds, random_state=seed, **params).fit(X)
+                    rec.append(adjusted_rand_score(ref.labels_, km.labels_) == 1.0)
+                    ratio.append(km.inertia_ / ref.inertia_)
+                cells.append(f"{sum(rec)}/{len(rec)}, {np.median(ratio):.3f} ({np.max(ratio):.2f})")
+                if method == OURS and eps >= 1e3:
+                    ok = all(rec) and np.median(ratio) <= 1.02
+                    verdicts.append(f"- {name}, epsilon={eps:g}: {sum(rec)}/{len(rec)} seeds, median "
+                                    f"{np.median(ratio):.4f}x: {'met' if ok else 'MISSED'}")
+            lines.append(f"| {name} | {method} | " + " | ".join(cells) + " |")
+    return "\n".join(lines + ["", "Target at epsilon >= 1e3 (default PrivateKMeans): every seed recovers the "
+                                  "partition, median cost <= 1.02x KMeans.", ""] + verdicts) + "\n"
+
+
+def boosting(args, data, base_cost):
+    """Table 5: n_repeats 1, 3, 5 at epsilon=1."""
+    t = Table("Boosting at epsilon=1: cost / sklearn KMeans cost", "cost ratio", higher_is_better=False)
+    for name, (X, k, bounds) in data.items():
+        for seed in args.seeds:
+            for r in (1, 3, 5):
+                km = PrivateKMeans(k, epsilon=1.0, bounds=bounds, n_repeats=r, random_state=seed).fit(X)
+                t.add(name, f"PrivateKMeans(n_repeats={r})", kmeans_cost(X, km.cluster_centers_) / base_cost[name],
+                      ours=r > 1)
+    t.note("n_repeats=1 is the reference row (the default); runs with r > 1 get 0.9 epsilon / r each and the "
+           "exponential mechanism chooses one with the remaining 0.1 epsilon.")
+    return t
 
 
 def main():
     args = parse()
     data = datasets()
     base_cost = {name: KMeans(k, n_init=10, random_state=0).fit(X).inertia_ for name, (X, k, _) in data.items()}
+    if "main" in args.only:  # tables 1 and 2
+        main_tables(args, data, base_cost)
+    extra = []
+    if "local" in args.only:
+        extra.append(local_before_after(args, data, base_cost))
+    if "boost" in args.only:
+        extra.append(boosting(args, data, base_cost))
+    if extra:
+        extra[-1].note(load_line())
+        emit(extra, args)
+    if "limit" in args.only:
+        text = non_private_limit(args) + "\n" + load_line() + "\n"
+        print(text, flush=True)
+        if args.output:
+            with open(args.output, "a", encoding="utf-8") as f:
+                f.write(text + "\n")
+
+
+def main_tables(args, data, base_cost):
     values = {}  # (name, eps, method) -> list over seeds
 
     def record(name, eps, method, centers):
@@ -158,8 +281,9 @@ def main():
                    "(it does not import beside scikit-learn 1.9), same data, bounds and seeds.")
         if peer_note:
             t.note(peer_note)
-        t.note("PrivateKMeans is (epsilon, 1e-6)-DP (Gaussian noise on the lifted sums); diffprivlib claims pure "
-               "epsilon; all rows use add/remove-one neighbouring datasets.")
+        t.note("PrivateKMeans spends at most (epsilon, 1e-6): Gaussian noise on the lifted sums where it is more "
+               "accurate than Laplace noise (10-D and 64-D here), Laplace (pure epsilon-DP) otherwise; diffprivlib "
+               "claims pure epsilon; all rows use add/remove-one neighbouring datasets.")
         tables.append(t)
 
     # medians and the bars
