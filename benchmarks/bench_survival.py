@@ -56,7 +56,8 @@ QUICK = "--quick" in sys.argv
 N_PATIENTS = 500
 K = 8
 EPOCHS = 30 if QUICK else 50
-FUSION = dict(embed_dim=32, id_embed_dim=8, learning_rate=3e-3, max_iter=EPOCHS, batch_size=64)
+FUSION = dict(embed_dim=32, id_embed_dim=8, learning_rate=3e-3, max_iter=EPOCHS, n_iter_no_change=EPOCHS,  # every epoch
+              batch_size=64)
 FUSION_PI = dict(FUSION, learning_rate=1e-3)
 
 
