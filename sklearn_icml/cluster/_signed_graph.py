@@ -218,7 +218,7 @@ def agreement_labels(A, beta, lam):
 def _member(A, keys, rows, cols):
     """Whether ``cols`` is a neighbour of ``rows`` (elementwise), by binary search in the sorted edge keys."""
     q = (rows.astype(np.int64) * A.shape[0] + cols).ravel()
-    order = np.argsort(q)  # sorted queries walk the keys in order: cache-friendly search
+    order = np.argsort(q)  # sorted queries: each binary search starts from the previous answer
     qs = q[order]
     at = np.minimum(np.searchsorted(keys, qs), len(keys) - 1)
     out = np.empty(q.shape, dtype=bool)
