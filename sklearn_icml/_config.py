@@ -11,8 +11,10 @@ n_threads : int >= 1 or None
     the library's torch estimators (see
     :func:`sklearn_icml.utils._torch.torch_threads`). ``None`` (the default)
     means automatic: no more than torch's current setting and the CPUs the
-    process's affinity allows, and one inside a joblib (loky, multiprocessing)
-    or Dask worker, where the workers already share the machine.
+    process's affinity allows; one inside a joblib (loky, multiprocessing)
+    or Dask worker, where the workers already share the machine, and one on
+    a machine whose 1-minute load average is at least its CPUs plus one
+    (torch's threads would wait for each other's time slices).
 """
 
 import threading
@@ -81,7 +83,9 @@ def set_config(n_threads=_UNCHANGED):
         library's torch estimators; restored to its previous value afterwards.
         ``None`` restores the automatic rule: no more than torch's current
         setting and the CPUs the process's affinity allows, and one inside a
-        joblib or Dask worker. Leaving the argument out keeps the current value.
+        joblib or Dask worker or on an oversubscribed machine (load average
+        at least the CPUs plus one). Leaving the argument out keeps the
+        current value.
 
     See Also
     --------

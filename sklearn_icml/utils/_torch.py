@@ -238,12 +238,28 @@ def _in_parallel_worker():
     return False
 
 
+def _machine_is_oversubscribed():
+    """Whether more tasks want to run than the machine has CPUs (1-minute load average).
+
+    On such a machine torch's worker threads wait for each other's time
+    slices: a small network trained with two threads on a loaded 2-core
+    machine took five times the wall time (and seven times the CPU time) of
+    one thread. Unknown (no load average on this OS): False.
+    """
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # pragma: no cover - Windows
+        return False
+    return load >= (os.cpu_count() or 1) + 1
+
+
 def default_n_threads():
     """The number of torch intra-op threads the thread rule allows here.
 
     ``sklearn_icml.get_config()["n_threads"]`` when set; otherwise one inside
-    a joblib or Dask worker, else ``min(torch.get_num_threads(), CPUs of the
-    process's affinity)``.
+    a joblib or Dask worker or on an oversubscribed machine (1-minute load
+    average at least the number of CPUs plus one), else
+    ``min(torch.get_num_threads(), CPUs of the process's affinity)``.
 
     Returns
     -------
@@ -255,7 +271,7 @@ def default_n_threads():
     configured = get_config()["n_threads"]
     if configured is not None:
         return int(configured)
-    if _in_parallel_worker():
+    if _in_parallel_worker() or _machine_is_oversubscribed():
         return 1
     import torch
 
@@ -276,8 +292,9 @@ def torch_threads(n_threads=None):
     n_threads : int >= 1 or None, default=None
         Threads to use. ``None`` applies :func:`default_n_threads`: the global
         ``sklearn_icml.set_config(n_threads=...)`` when set, else one inside a
-        joblib/loky/Dask worker, else no more than torch's current setting and
-        the CPUs the process's affinity allows.
+        joblib/loky/Dask worker or on a machine whose load average exceeds its
+        CPUs, else no more than torch's current setting and the CPUs the
+        process's affinity allows.
 
     Yields
     ------

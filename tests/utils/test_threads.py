@@ -54,6 +54,7 @@ def test_threads_restored_after_an_exception(four_threads):
 
 def test_default_never_exceeds_the_affinity(four_threads, monkeypatch):
     monkeypatch.setattr(_torch, "_in_parallel_worker", lambda: False)
+    monkeypatch.setattr(_torch, "_machine_is_oversubscribed", lambda: False)
     monkeypatch.setattr(_torch, "_available_cpus", lambda: 2)
     with _torch.torch_threads() as n:
         assert n == 2 == torch.get_num_threads()
@@ -97,3 +98,16 @@ def test_bad_n_threads():
     with pytest.raises(ValueError, match="n_threads"):
         with _torch.torch_threads(0):
             pass
+
+
+def test_one_thread_on_an_oversubscribed_machine(four_threads, monkeypatch):
+    monkeypatch.setattr(_torch, "_in_parallel_worker", lambda: False)
+    monkeypatch.setattr(_torch, "_available_cpus", lambda: 4)
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(os, "getloadavg", lambda: (5.0, 1.0, 1.0))
+    assert _torch._machine_is_oversubscribed() and _torch.default_n_threads() == 1
+    monkeypatch.setattr(os, "getloadavg", lambda: (4.5, 9.0, 9.0))  # our own threads alone: not oversubscribed
+    assert not _torch._machine_is_oversubscribed() and _torch.default_n_threads() == 4
+    with sklearn_icml.config_context(n_threads=2):
+        monkeypatch.setattr(os, "getloadavg", lambda: (50.0, 1.0, 1.0))
+        assert _torch.default_n_threads() == 2  # the global setting wins
