@@ -1,7 +1,10 @@
 """Meta-learned likelihood-free BO (MALIBO) against random search, GP-EI, re-evaluated optima and LFBO.
 
-Four questions, each a table (or three):
+Five questions, each a table (or three):
 
+0. Overhead of the shared training layer: seconds per meta-training epoch of
+   MetaLFBOClassifier.meta_fit against the hand-written loop it replaced (a
+   copy is kept below), same tasks, seeds and epochs.
 1. Forrester family (MALIBO's demonstration family): simple regret on held-out
    tasks after n = 1, 4, 8, 16 evaluations; median, mean and share of
    tasks with regret < 0.1.
@@ -9,22 +12,26 @@ Four questions, each a table (or three):
    earlier optima fails): the same.
 3. Cost of one ``observe`` + ``suggest`` at 500 observations in 6-D, against
    one ``tell`` + ``ask`` of scikit-optimize's GP-EI optimiser, side by side.
-4. MetaBayesSearchCV on the HPO family (an RBF SVM on variants of
+4. MetaBayesSearchCV (defaults) on the HPO family (an RBF SVM on variants of
    scikit-learn's datasets): evaluations needed to reach the best
    cross-validated score of the full grid, against RandomizedSearchCV on the
    same grid and folds (meta-data: the full grids of the other tasks).
 
-Methods of 1-2: MetaBayesianOptimizer (ours, meta-trained on 256 tasks x 32
-random points with the paper's defaults), the same without the gradient-boosting
-residual (an ablation, same meta-trained classifier), LikelihoodFreeOptimizer (LFBO, no
-meta-learning), uniform random search, scikit-optimize's gp_minimize (GP-EI,
-3 initial random points) and the no-model baseline that evaluates the earlier
-tasks' best points, most transferable first (ordered by their mean quantile
-on the other tasks, read off each task's nearest observation).
+Methods of 1-2: MetaBayesianOptimizer (ours, default network, meta-trained on
+256 tasks x 32 random points), the same with the paper's network size (50
+features, 64 hidden units, 5 layers, up to 2048 epochs; with --paper-network), the
+default without the gradient-boosting residual (an ablation, same meta-trained
+classifier), LikelihoodFreeOptimizer (LFBO, no meta-learning), uniform random
+search, scikit-optimize's gp_minimize (GP-EI, 3 initial random points) and the
+no-model baseline that evaluates the earlier tasks' best points, most
+transferable first (ordered by their mean quantile on the other tasks, read
+off each task's nearest observation).
 
-Run: python benchmarks/bench_meta_bo.py [--quick] [--seeds N] [--output FILE]
+Run: python benchmarks/bench_meta_bo.py [--quick] [--seeds N] [--output FILE] [--part {overhead,regret,cost,hpo}]
+                                       [--paper-network]
 """
 
+import argparse
 import os
 import time
 import warnings
@@ -42,12 +49,16 @@ from sklearn_icml.optimize import (  # noqa: E402
     MetaBayesianOptimizer,
     MetaBayesSearchCV,
     MetaLFBOClassifier,
+    likelihood_free_training_set,
 )
 
 torch.set_num_threads(1)  # benchmark configuration (shared 2-core machine); the library never does this
 
 CHECKPOINTS = (1, 4, 8, 16)
 ABLATION = "MetaBayesianOptimizer(residual=False)"
+PAPER = "MetaBayesianOptimizer, paper's network"
+PAPER_NETWORK = dict(n_features=50, n_hidden=64, n_layers=5, max_iter=2048)
+PARTS = ("overhead", "regret", "cost", "hpo")
 
 
 # -- baselines ---------------------------------------------------------------------------------------------
@@ -98,28 +109,35 @@ def regret_tables(family, args, sizes):
         "mean": Table(f"{title}: mean simple regret ({spec})", "regret", higher_is_better=False),
         "share": Table(f"{title}: share of tasks with regret < 0.1 ({spec})", "share", higher_is_better=True),
     }
-    seconds = {"meta_fit": [], "malibo_run": [], "gp_run": []}
+    seconds = {"meta_fit": [], "paper_fit": [], "malibo_run": [], "gp_run": []}
     n_max = max(CHECKPOINTS)
     for seed in args.seeds:
         meta = make_forrester_tasks(sizes["n_meta"], 32, family=family, random_state=1000 * seed + 1)
         targets = make_forrester_tasks(sizes["n_targets"], 0, family=family, random_state=1000 * seed + 2)
         start = time.perf_counter()
-        malibo = MetaBayesianOptimizer(
-            bounds=[(0.0, 1.0)], random_state=seed,
-            classifier=MetaLFBOClassifier(max_epochs=sizes["max_epochs"], device=args.device)).fit(meta.tasks)
+        malibo = MetaBayesianOptimizer(bounds=[(0.0, 1.0)], random_state=seed, device=args.device).fit(meta.tasks)
         seconds["meta_fit"].append(time.perf_counter() - start)
+        paper = None
+        if sizes["paper_network"]:  # the paper's network size (the default before it was made smaller)
+            start = time.perf_counter()
+            paper = MetaBayesianOptimizer(bounds=[(0.0, 1.0)], random_state=seed, device=args.device,
+                                          classifier=MetaLFBOClassifier(**PAPER_NETWORK)).fit(meta.tasks)
+            seconds["paper_fit"].append(time.perf_counter() - start)
         lfbo = LikelihoodFreeOptimizer(bounds=[(0.0, 1.0)], random_state=seed)
         ordered = incumbent_order(meta.tasks)
         # ablation: the same meta-trained classifier without the gradient-boosting residual (fit() reuses it)
         no_residual = MetaBayesianOptimizer(bounds=[(0.0, 1.0)], residual=False, random_state=seed,
                                             classifier=malibo.classifier_).fit()
-        curves = {name: [] for name in ("MetaBayesianOptimizer", ABLATION, "LikelihoodFreeOptimizer (LFBO)",
-                                        "random search", "skopt GP-EI", "re-evaluate earlier optima")}
+        names = ("MetaBayesianOptimizer", ABLATION) + ((PAPER,) if paper is not None else ()) + (
+            "LikelihoodFreeOptimizer (LFBO)", "random search", "skopt GP-EI", "re-evaluate earlier optima")
+        curves = {name: [] for name in names}
         for i, f in enumerate(targets.functions):
             start = time.perf_counter()
             curves["MetaBayesianOptimizer"].append(malibo.minimize(f, n_max).func_vals)
             seconds["malibo_run"].append(time.perf_counter() - start)
             curves[ABLATION].append(no_residual.minimize(f, n_max).func_vals)
+            if paper is not None:
+                curves[PAPER].append(paper.minimize(f, n_max).func_vals)
             curves["LikelihoodFreeOptimizer (LFBO)"].append(lfbo.minimize(f, n_max).func_vals)
             curves["random search"].append(run_random(f, n_max, 100 * seed + i))
             start = time.perf_counter()
@@ -128,16 +146,19 @@ def regret_tables(family, args, sizes):
             curves["re-evaluate earlier optima"].append(run_incumbents(f, n_max, ordered))
         for name, runs in curves.items():
             regret = np.array([np.minimum.accumulate(v) - f.minimum for v, f in zip(runs, targets.functions)])
-            ours = name in ("MetaBayesianOptimizer", ABLATION)
+            ours = name in ("MetaBayesianOptimizer", ABLATION, PAPER)
             for n in CHECKPOINTS:
                 r = regret[:, n - 1]
                 tables["median"].add(f"n={n}", name, float(np.median(r)), ours=ours)
                 tables["mean"].add(f"n={n}", name, float(np.mean(r)), ours=ours)
                 tables["share"].add(f"n={n}", name, float(np.mean(r < 0.1)), ours=ours)
         print(f"[{family}] seed {seed} done", flush=True)
-    note = (f"MetaBayesianOptimizer meta-training: {np.mean(seconds['meta_fit']):.0f} s on average "
-            f"({sizes['max_epochs']} epochs at most, early stopping); one 16-evaluation run: "
-            f"{np.mean(seconds['malibo_run']):.1f} s; skopt gp_minimize run: {np.mean(seconds['gp_run']):.1f} s.")
+    note = (f"MetaBayesianOptimizer meta-training with the default network: {np.mean(seconds['meta_fit']):.0f} s "
+            f"on average; one 16-evaluation run: {np.mean(seconds['malibo_run']):.1f} s; skopt gp_minimize run: "
+            f"{np.mean(seconds['gp_run']):.1f} s.")
+    if seconds["paper_fit"]:
+        note += (f" Meta-training with the paper's network (50 features, 64 hidden units, 5 layers, 2048 epochs at "
+                 f"most): {np.mean(seconds['paper_fit']):.0f} s on average.")
     for t in tables.values():
         t.note(note)
     return tables
@@ -186,8 +207,8 @@ def cost_table(args, n_obs):
         X = rng.uniform(size=(n_obs, d))
         y = ((X - 0.3) ** 2).sum(axis=1) + 0.01 * rng.standard_normal(n_obs)
         x_new, y_new = rng.uniform(size=(1, d)), [0.5]
-        malibo = MetaBayesianOptimizer(bounds=[(0.0, 1.0)] * d, random_state=seed,
-                                       classifier=MetaLFBOClassifier(max_epochs=5, device=args.device))
+        malibo = MetaBayesianOptimizer(bounds=[(0.0, 1.0)] * d, random_state=seed, device=args.device,
+                                       classifier=MetaLFBOClassifier(max_iter=5))
         malibo.fit(earlier).observe(X[:-1], y[:-1])
         start = time.perf_counter()
         malibo.observe(x_new, y_new).suggest(1)
@@ -243,9 +264,7 @@ def hpo_table(args, sizes):
             earlier = [g.cv_results_ for u, g in enumerate(grids) if u != t]
             meta = MetaBayesSearchCV(
                 data.estimator, data.param_grid, n_iter=sizes["hpo_budget"], meta_results=earlier, cv=cv,
-                refit=False, random_state=seed,
-                optimizer=MetaBayesianOptimizer(classifier=MetaLFBOClassifier(
-                    max_epochs=sizes["hpo_epochs"], device=args.device))).fit(X, y)
+                refit=False, random_state=seed, device=args.device).fit(X, y)
             rand = RandomizedSearchCV(data.estimator, data.param_grid, n_iter=n_grid, cv=cv, refit=False,
                                       random_state=seed).fit(X, y)
             for name, search in (("MetaBayesSearchCV", meta), ("RandomizedSearchCV", rand)):
@@ -269,26 +288,163 @@ def hpo_table(args, sizes):
     return table
 
 
+# -- training-layer overhead: the meta-training loop before the port, kept for comparison -----------------------
+def hand_loop_meta_train(tasks, *, n_features, n_hidden, n_layers, max_iter, random_state, gamma=1 / 3,
+                         weight_type="ei", embedding_loss_weight=0.1, embedding_noise=0.1, batch_size=256,
+                         learning_rate=1e-3, lr_decay=0.999):
+    """MetaLFBOClassifier's meta-training loop as it was before it moved onto the shared training layer.
+
+    A verbatim copy of the hand-written loop (rows of the likelihood-free training sets, Adam, exponential
+    decay), without its validation split: ``max_iter`` epochs, for the epoch-time comparison only.
+    Returns the per-epoch training losses.
+    """
+    import torch.nn.functional as F
+    from sklearn.utils import check_random_state
+
+    from sklearn_icml.optimize._lfbo import _lfbo_rows
+    from sklearn_icml.optimize._meta_lfbo import _init_network, _null_penalty_scales
+    from sklearn_icml.optimize._meta_lfbo_net import embedding_penalty_terms
+    from sklearn_icml.utils._torch import to_tensor, torch_generator
+
+    rng = check_random_state(random_state)
+    device, tdtype = torch.device("cpu"), torch.float64
+    n_dims, n_tasks = tasks[0][0].shape[1], len(tasks)
+    X_all = np.concatenate([X_t for X_t, _ in tasks])
+    x_mean, x_scale = X_all.mean(axis=0), X_all.std(axis=0)
+    x_scale[x_scale < 1e-12] = 1.0
+    rows_X, rows_label, rows_weight, rows_task = [], [], [], []
+    for t, (X_t, y_t) in enumerate(tasks):
+        index, labels, weights, _ = _lfbo_rows(y_t, gamma, weight_type)
+        rows_X.append((X_t[index] - x_mean) / x_scale)
+        rows_label.append(labels)
+        rows_weight.append(weights)
+        rows_task.append(np.full(index.size, t))
+    rows_X, rows_label = np.concatenate(rows_X), np.concatenate(rows_label).astype(np.float64)
+    rows_weight, rows_task = np.concatenate(rows_weight), np.concatenate(rows_task)
+    coefs, intercepts, mean_coef, mean_intercept = _init_network(rng, n_dims, n_hidden, n_layers, n_features)
+    ks_scale, cov_scale = _null_penalty_scales(rng, n_tasks, n_features)
+    generator = torch_generator(rng)
+
+    def param(a):
+        return to_tensor(np.asarray(a, dtype=np.float64), device, tdtype).requires_grad_()
+
+    Ws, bs = [param(W) for W in coefs], [param(b) for b in intercepts]
+    wm, bm = param(mean_coef), param([mean_intercept])
+    E = param(np.zeros((n_tasks, n_features)))
+    params = Ws + bs + [wm, bm, E]
+    train = (to_tensor(rows_X, device, tdtype), to_tensor(rows_label, device, tdtype),
+             to_tensor(rows_weight, device, tdtype), to_tensor(rows_task, device))
+
+    def logits(Xb, tb, noise):
+        h = F.elu(Xb @ Ws[0] + bs[0])
+        for W, b in zip(Ws[1:-1], bs[1:-1]):
+            h = F.elu(h + h @ W + b)
+        phi = F.elu(h @ Ws[-1] + bs[-1])
+        z = E[tb]
+        if noise is not None:
+            z = z + noise
+        return phi @ wm + bm + (phi * z).sum(dim=1)
+
+    def penalty():
+        ks, cov = embedding_penalty_terms(E)
+        return embedding_loss_weight * (ks_scale * ks + cov_scale * cov)
+
+    optimizer = torch.optim.Adam(params, lr=learning_rate)
+    scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=lr_decay)
+    n_train = train[0].shape[0]
+    loss_curve = []
+    for _ in range(max_iter):
+        order = torch.randperm(n_train, generator=generator).to(device)
+        total = 0.0
+        for startb in range(0, n_train, batch_size):
+            idx = order[startb:startb + batch_size]
+            Xb, lb, wb, tb = (a[idx] for a in train)
+            noise = (embedding_noise * torch.randn(idx.shape[0], n_features, generator=generator,
+                                                   dtype=tdtype)).to(device)
+            a = logits(Xb, tb, noise)
+            loss = (wb * F.binary_cross_entropy_with_logits(a, lb, reduction="none")).mean() + penalty()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total += float(loss.detach()) * idx.shape[0]
+        scheduler.step()
+        loss_curve.append(total / n_train)
+    return loss_curve
+
+
+def overhead_table(args, sizes):
+    """Seconds per meta-training epoch through the training layer against the hand loop it replaced."""
+    n_epochs, n_meta = sizes["overhead_epochs"], sizes["n_meta"]
+    table = Table(f"Meta-training seconds per epoch: training layer against the former hand loop ({n_meta} "
+                  f"Forrester tasks x 32 points, {n_epochs} epochs, no validation split)", "s/epoch",
+                  higher_is_better=False)
+    ratios = []
+    for seed in args.seeds:
+        meta = make_forrester_tasks(n_meta, 32, random_state=1000 * seed + 1)
+        # the former loop batches rows: scale its batches so that both take the same steps per epoch
+        n_obs = sum(len(y) for _, y in meta.tasks)
+        n_rows = sum(len(likelihood_free_training_set(X, y)[1]) for X, y in meta.tasks)
+        steps = -(-n_obs // 256)
+        hand_batch = -(-n_rows // steps)
+        for label, net in (("default network (16/32/3)", dict(n_features=16, n_hidden=32, n_layers=3)),
+                           ("paper's network (50/64/5)", dict(n_features=50, n_hidden=64, n_layers=5))):
+            layer, hand = [], []
+            for _ in range(sizes["overhead_repeats"]):  # interleaved, best of the repeats (shared machine)
+                start = time.perf_counter()
+                MetaLFBOClassifier(**net, max_iter=n_epochs, early_stopping=False, n_iter_no_change=n_epochs,
+                                   random_state=seed).meta_fit(meta.tasks)
+                layer.append((time.perf_counter() - start) / n_epochs)
+                start = time.perf_counter()
+                hand_loop_meta_train(meta.tasks, **net, max_iter=n_epochs, random_state=seed, batch_size=hand_batch)
+                hand.append((time.perf_counter() - start) / n_epochs)
+            table.add(label, "MetaLFBOClassifier.meta_fit (training layer)", min(layer), ours=True)
+            table.add(label, "former hand-written loop", min(hand))
+            ratios.append((label, min(layer) / min(hand)))
+        print(f"[overhead] seed {seed} done", flush=True)
+    for label in dict(ratios):
+        r = np.mean([v for k, v in ratios if k == label])
+        table.note(f"{label}: layer / hand loop = {r:.2f} (mean over seeds; target <= 1.2): "
+                   f"{'met' if r <= 1.2 else 'MISSED'}.")
+    table.note("Same tasks, seeds, epochs and gradient steps per epoch; wall time of the whole meta_fit divided by "
+               "the epochs (setup included on both sides). The layer draws mini-batches of 256 observations (an "
+               "observation below the threshold carries its two rows), the former loop mini-batches of rows, here "
+               "as many per epoch as the layer's.")
+    return table
+
+
 def main():
-    args = bench_args(__doc__, default_seeds=3, quick_seeds=1)
+    parts = argparse.ArgumentParser(add_help=False)
+    parts.add_argument("--part", action="append", choices=PARTS)
+    parts.add_argument("--family", action="append", choices=("forrester", "shifted"),
+                       help="regret study of this family only (default both)")
+    parts.add_argument("--paper-network", action="store_true",
+                       help="add a regret row with the paper's network size (several minutes of meta-training)")
+    known, rest = parts.parse_known_args()
+    args = bench_args(__doc__, rest, default_seeds=3, quick_seeds=1)
+    run = set(known.part or PARTS)
     if args.quick:
-        sizes = dict(n_meta=64, n_targets=4, max_epochs=150, n_obs=200, n_hpo_tasks=4, grid_size=6, hpo_budget=16,
-                     hpo_epochs=100)
+        sizes = dict(n_meta=64, n_targets=4, n_obs=200, n_hpo_tasks=4, grid_size=6,
+                     hpo_budget=16, overhead_epochs=10, overhead_repeats=2)
     else:
-        sizes = dict(n_meta=256, n_targets=8, max_epochs=2048, n_obs=500, n_hpo_tasks=8, grid_size=8, hpo_budget=32,
-                     hpo_epochs=500)
+        sizes = dict(n_meta=256, n_targets=8, n_obs=500, n_hpo_tasks=8, grid_size=8,
+                     hpo_budget=32, overhead_epochs=20, overhead_repeats=3)
+    sizes["paper_network"] = known.paper_network
     start = time.perf_counter()
     tables = []
-    for family in ("forrester", "shifted"):
+    if "overhead" in run:
+        tables.append(overhead_table(args, sizes))
+        emit(tables[-1])
+    for family in (known.family or ("forrester", "shifted")) if "regret" in run else ():
         t = regret_tables(family, args, sizes)
         check_regret_bars(t, family)
         tables += [t["median"], t["mean"], t["share"]]
         emit([t["median"], t["mean"], t["share"]])
-    cost = cost_table(args, sizes["n_obs"])
-    emit(cost)
-    hpo = hpo_table(args, sizes)
-    emit(hpo)
-    tables += [cost, hpo]
+    if "cost" in run:
+        tables.append(cost_table(args, sizes["n_obs"]))
+        emit(tables[-1])
+    if "hpo" in run:
+        tables.append(hpo_table(args, sizes))
+        emit(tables[-1])
     load = os.getloadavg()
     print(f"total {time.perf_counter() - start:.0f} s; load average at the end {load[0]:.1f} / {load[1]:.1f} / "
           f"{load[2]:.1f} (2 cores, shared)")

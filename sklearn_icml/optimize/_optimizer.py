@@ -405,10 +405,10 @@ class MetaBayesianOptimizer(_LikelihoodFreeBase):
         ``n_iter_no_change=5``).
     classifier : MetaLFBOClassifier, default=None
         Template of the meta-learned classifier (network size, training
-        budget); default ``MetaLFBOClassifier()``, a network small enough to
-        meta-train on a few hundred tasks in well under a minute on one CPU
-        core. It is cloned; its ``gamma``, ``weight_type`` and ``device`` are
-        set to the optimiser's. A classifier already meta-trained (by
+        budget); default ``MetaLFBOClassifier()``, a small network that
+        meta-trains several times faster than the paper's size. It is
+        cloned; its ``gamma``, ``weight_type`` and ``device`` are set to the
+        optimiser's. A classifier already meta-trained (by
         :meth:`MetaLFBOClassifier.meta_fit` on tasks scaled to the unit cube)
         is reused as it is when :meth:`fit` gets no earlier tasks.
     device : {"cpu", "auto", "cuda"}, default="cpu"
