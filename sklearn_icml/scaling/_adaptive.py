@@ -119,8 +119,8 @@ def _move_state(old_opt, old_model, new_opt, new_model, carry):
 
 
 def train_adaptive(model, resize, scheduler, batches, *, target_loss, loss_fn, eval_fn, flops_per_step,
-                   start_loss=None, learning_rate=1e-3, optimizer="adam", optimizer_state="reset", batch_size=32,
-                   max_steps=10000, eval_every=50, stall_patience=None, min_gain=0.01, device="cpu",
+                   shape=None, start_loss=None, learning_rate=1e-3, optimizer="adam", optimizer_state="reset",
+                   batch_size=32, max_steps=10000, eval_every=50, stall_patience=None, min_gain=0.01, device="cpu",
                    random_state=None, verbose=0):
     """Train ``model``, changing its shape at the loss levels of an adaptive schedule.
 
@@ -158,6 +158,10 @@ def train_adaptive(model, resize, scheduler, batches, *, target_loss, loss_fn, e
         (e.g. held-out loss), evaluated under ``torch.no_grad``.
     flops_per_step : callable
         ``flops_per_step(shape) -> float``: compute of one training step.
+    shape : shape id or None, default=None
+        The shape ``model`` is in; needed for a static run (``scheduler=None``).
+        None means ``getattr(model, "shape", None)``. With a schedule the model
+        is resized to the schedule's first shape in any case.
     start_loss : float or None, default=None
         Passed to the scheduler's ``schedule``.
     learning_rate : float, default=1e-3
@@ -235,7 +239,7 @@ def train_adaptive(model, resize, scheduler, batches, *, target_loss, loss_fn, e
 
     with torch_threads():
         stage = 0
-        shape = getattr(model, "shape", None) if plan is None else plan[0][0]
+        shape = (getattr(model, "shape", None) if shape is None else shape) if plan is None else plan[0][0]
         current = model if plan is None else resize(model, shape)
         if current is model:
             import copy

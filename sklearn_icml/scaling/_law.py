@@ -55,7 +55,9 @@ class ScalingLawRegressor(RegressorMixin, BaseEstimator):
     huber_delta : float, default=1e-3
         Where the Huber loss turns from quadratic to linear, in log units.
     n_restarts : int, default=8
-        Number of random starts per fit; the fit with the lowest loss is kept.
+        Largest number of starts per fit (the first from a profile grid, the
+        others random); the fit with the lowest loss is kept. The starts stop
+        early once three of them reach the same lowest loss.
     b_bounds : tuple of two floats, default=(0.01, 3.0)
         Box of the exponent ``b``.
     random_state : int, RandomState instance or None, default=None
@@ -136,7 +138,8 @@ class ScalingLawRegressor(RegressorMixin, BaseEstimator):
         "shape_column": [Interval(Integral, 0, None, closed="left"), None],
         "share": [tuple, list, None],
         "loss": [StrOptions({"huber_log", "squared_log"})],
-        "huber_delta": [Interval(Real, 0, None, closed="neither")],
+        # the Huber loss squares huber_delta (scipy's f_scale): beyond 1e150 that overflows float64
+        "huber_delta": [Interval(Real, 0, 1e150, closed="neither")],
         "n_restarts": [Interval(Integral, 1, None, closed="left")],
         "b_bounds": [tuple, list],
         "random_state": ["random_state"],

@@ -106,8 +106,12 @@ class AdaptiveShapeScheduler(BaseEstimator):
     adaptive quadrature (:func:`scipy.integrate.quad`) of the marginal
     compute; switch points solve ``|dC_P/dE| = |dC_Q/dE|`` by Brent's method
     inside the grid cell where the path changes shape, or sit at a forced
-    exit ``c_P (1 + switch_margin)``. With ``switch_margin = 0`` the
-    predicted compute is at most that of every static shape.
+    exit ``c_P (1 + switch_margin)``. Static shapes are counted over the same
+    range of losses, from the start loss down (a law's loss at zero compute
+    is an extrapolation, and shapes whose laws start higher would otherwise
+    be charged for a stretch the adaptive run never trains). With
+    ``switch_margin = 0`` the predicted compute is at most that of every
+    static shape.
 
     References
     ----------
@@ -319,8 +323,8 @@ class AdaptiveShapeScheduler(BaseEstimator):
         """
         return float(self.schedule(target_loss, start_loss)[-1].compute_to)
 
-    def static_compute(self, target_loss, shape=None):
-        """Compute a static shape needs to reach ``target_loss`` from zero compute.
+    def static_compute(self, target_loss, shape=None, start_loss=None):
+        """Compute a static shape needs to go from the start loss down to ``target_loss``.
 
         Parameters
         ----------
@@ -328,31 +332,41 @@ class AdaptiveShapeScheduler(BaseEstimator):
             Loss to reach.
         shape : shape id or None, default=None
             The shape; None means the best of :attr:`shapes_`.
+        start_loss : float or None, default=None
+            Loss the run starts from, as in :meth:`schedule`; None means
+            :attr:`start_loss_`. The adaptive and the static compute are thus
+            counted over the same range of losses.
 
         Returns
         -------
         compute : float
-            ``C_P(target_loss)`` (``inf`` at or below the shape's asymptote).
+            ``C_P(target_loss) - C_P(start_loss)`` (``inf`` at or below the shape's
+            asymptote).
         """
         check_is_fitted(self)
+        start = self.start_loss_ if start_loss is None else float(start_loss)
         if shape is not None:
-            return float(self.law_.compute_to_reach(target_loss, shape=shape))
-        return float(min(law_compute(float(target_loss), p) for p in self._laws()))
+            p = self.law_._params_for(shape)
+            return float(law_compute(float(target_loss), p) - law_compute(start, p))
+        return float(min(law_compute(float(target_loss), p) - law_compute(start, p) for p in self._laws()))
 
-    def savings(self, target_loss):
+    def savings(self, target_loss, start_loss=None):
         """Share of the best static shape's compute the adaptive schedule saves: ``1 - adaptive / static``.
 
         Parameters
         ----------
         target_loss : float
             Loss to reach.
+        start_loss : float or None, default=None
+            Loss both runs start from; None means :attr:`start_loss_`.
 
         Returns
         -------
         savings : float
             Between 0 and 1 with ``switch_margin = 0``.
         """
-        return 1.0 - self.predicted_compute(target_loss) / self.static_compute(target_loss)
+        return 1.0 - (self.predicted_compute(target_loss, start_loss)
+                      / self.static_compute(target_loss, start_loss=start_loss))
 
     def predict(self, X):
         """Shape to train at each cumulative compute ``X[:, 0]`` along the schedule.

@@ -32,6 +32,8 @@ def _marginal(E, p):
 
 
 def _compute(E, p):
+    if E <= p["c"]:
+        return np.inf
     return ((E - p["c"]) / p["a"]) ** (-1 / p["b"]) - p["d"]
 
 
@@ -106,6 +108,9 @@ def test_predicted_compute_never_exceeds_a_static_shape(monotone, order):
     for target in np.geomspace(0.0205, sched.start_loss_ * 0.99, 40):
         adaptive = sched.predicted_compute(target)
         statics = [sched.static_compute(target, shape=s) for s in (1, 2, 3)]
+        laws, start = sched.law_.params_, sched.start_loss_
+        for s, value in zip((1, 2, 3), statics):  # counted from the common start loss, by the definition
+            assert value == pytest.approx(_compute(target, laws[s]) - max(_compute(start, laws[s]), 0.0), rel=1e-9)
         assert adaptive <= min(statics) * (1 + 1e-9)
         assert sched.static_compute(target) == pytest.approx(min(statics))
 
