@@ -87,6 +87,7 @@ def _spoiled(X, y):
     nan[0, 0] = np.nan
     inf = X.copy()
     inf[0, 0] = np.inf
+
     def cut(n):
         return None if y is None else y[:n]
 

@@ -31,5 +31,7 @@ def _run_ls_ece(device="cpu", quick=False):
                       higher_is_better=False, agreement=True)
 
 
-TOUR_ENTRIES = [TourEntry("ls_ece", "S16", "calibration error of a classifier (sigma=1/15), checked against binned ECE",
-                           _run_ls_ece, uses_device=True)]
+TOUR_ENTRIES = [
+    TourEntry("ls_ece", "S16", "calibration error of a classifier (sigma=1/15), checked against binned ECE",
+              _run_ls_ece, uses_device=True),
+]
