@@ -122,8 +122,17 @@ def _data(estimator, fit_data):
     return (fit_data or default_fit_data)(estimator)
 
 
-def _outputs(estimator, X):
-    return {m: getattr(estimator, m)(X) for m in OUTPUT_METHODS if hasattr(estimator, m)}
+def _output_calls(estimator, X, y):
+    """``[(method, args, kwargs)]``: the output methods on ``X``; else ``sample`` and ``score`` (generative models)."""
+    import inspect
+
+    calls = [(m, (X,), {}) for m in OUTPUT_METHODS if hasattr(estimator, m)]
+    if not calls and hasattr(estimator, "sample"):
+        seeded = "random_state" in inspect.signature(estimator.sample).parameters
+        calls.append(("sample", (), {"random_state": 0} if seeded else {}))
+    if not calls and hasattr(estimator, "score"):
+        calls.append(("score", (X, y), {}))
+    return calls
 
 
 def _import_torch():
@@ -260,21 +269,25 @@ _LOADER = textwrap.dedent(
     replies.write("REPLY READY\\n")
     replies.flush()
     stdin = sys.stdin.buffer
+
+    def same(got, want):
+        if isinstance(want, tuple):
+            return isinstance(got, tuple) and len(got) == len(want) and all(map(same, got, want))
+        want, got = np.asarray(want), np.asarray(got)
+        if want.dtype.kind in "fc":
+            return got.shape == want.shape and np.allclose(got, want, rtol=1e-6, atol=1e-9, equal_nan=True)
+        return np.array_equal(got, want)
+
     while True:
         header = stdin.read(8)
         if len(header) < 8:
             break
         payload = stdin.read(struct.unpack("<Q", header)[0])
         try:
-            estimator, X, expected = pickle.loads(payload)
+            estimator, expected = pickle.loads(payload)
             bad = []
-            for method, want in expected.items():
-                got = getattr(estimator, method)(X)
-                if np.asarray(want).dtype.kind in "fc":
-                    ok = np.allclose(got, want, rtol=1e-6, atol=1e-9, equal_nan=True)
-                else:
-                    ok = np.array_equal(got, want)
-                if not ok:
+            for method, args, kwargs, want in expected:
+                if not same(getattr(estimator, method)(*args, **kwargs), want):
                     bad.append(method)
             reply = "MISMATCH " + " ".join(bad) if bad else "OK"
         except Exception as exc:
@@ -359,7 +372,8 @@ def check_pickle_loads_without_gpu(name, estimator_orig, fit_data=None):
     The estimator is fitted here, pickled, and unpickled in another Python
     process started with ``CUDA_VISIBLE_DEVICES=""``, which runs every output
     method (``predict``, ``predict_proba``, ``decision_function``,
-    ``transform``, ``score_samples``) and compares with the outputs here. With
+    ``transform``, ``score_samples``; for a generative model without them,
+    ``sample(random_state=0)`` and ``score``) and compares with the outputs here. With
     ``device="cuda"`` on a GPU machine this shows the fitted state holds
     nothing that needs the GPU; everywhere it shows that nothing the outputs
     need lives outside the pickle.
@@ -381,9 +395,10 @@ def check_pickle_loads_without_gpu(name, estimator_orig, fit_data=None):
     """
     X, y = _data(estimator_orig, fit_data)
     fitted = clone(estimator_orig).fit(X, y)
-    expected = _outputs(fitted, X)
-    assert expected, f"{name} has none of the output methods {OUTPUT_METHODS}"
-    reply = _GpuFreeLoader.get().load(pickle.dumps((fitted, X, expected)))
+    calls = _output_calls(fitted, X, y)
+    assert calls, f"{name} has none of the output methods {OUTPUT_METHODS}, nor sample or score"
+    expected = [(method, args, kwargs, getattr(fitted, method)(*args, **kwargs)) for method, args, kwargs in calls]
+    reply = _GpuFreeLoader.get().load(pickle.dumps((fitted, expected)))
     assert reply == "OK", f"{name}: reloaded without a GPU in a fresh process: {reply}"
 
 
@@ -409,10 +424,10 @@ def check_no_input_mutation(name, estimator_orig, fit_data=None):
     estimator = clone(estimator_orig).fit(X, y)
     _assert_unchanged(X_before, X, f"{name}.fit modified X")
     _assert_unchanged(y_before, y, f"{name}.fit modified y")
-    for method in OUTPUT_METHODS:
-        if hasattr(estimator, method):
-            getattr(estimator, method)(X)
-            _assert_unchanged(X_before, X, f"{name}.{method} modified X")
+    for method, args, kwargs in _output_calls(estimator, X, y):
+        getattr(estimator, method)(*args, **kwargs)
+        _assert_unchanged(X_before, X, f"{name}.{method} modified X")
+        _assert_unchanged(y_before, y, f"{name}.{method} modified y")
 
 
 class _Watched:
