@@ -104,7 +104,7 @@ def default_fit_data(estimator, random_state=0):
     >>> from sklearn.linear_model import LogisticRegression
     >>> from sklearn_icml.utils.estimator_checks import default_fit_data
     >>> X, y = default_fit_data(LogisticRegression())
-    >>> X.shape, sorted(set(y))
+    >>> X.shape, sorted(set(y.tolist()))
     ((60, 4), [0, 1, 2])
     """
     from sklearn.datasets import make_blobs, make_classification, make_regression
