@@ -8,7 +8,7 @@ Tables:
    (central greedy, the paper's algorithm), ``PrivateKMeans(algorithm="lloyd")`` (our DP-Lloyd),
    ``PrivateKMeans(privacy="local")`` (local model) and diffprivlib 0.6.6's ``KMeans`` (DP-Lloyd,
    run in its own virtualenv, see below). Mean and spread per epsilon (the shared table), then the
-   medians the issue's bars are stated on, with the bars checked.
+   medians the targets are stated on, with the targets checked.
 2. fit time as n grows (10-D blobs, k=8, epsilon=1): 10^4, 10^5, 10^6 points (10^5 at most with
    ``--quick``), ours (``--device`` for the torch steps) against diffprivlib.
 3. the local model at the same reported epsilon=1, calibrated to a replaced record (L2
@@ -52,7 +52,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PEER_SCRIPT = os.path.join(HERE, "_peer_diffprivlib.py")
 PEER_REQUIREMENTS = ["diffprivlib==0.6.6", "scikit-learn==1.6.1"]
 EPSILONS = [0.5, 1.0, 2.0]
-# bars of the issue at epsilon=1, on medians: (max ratio to sklearn, max ratio to diffprivlib)
+# targets at epsilon=1, on medians: (max ratio to sklearn, max ratio to diffprivlib)
 BARS = {"blobs 2-D": (1.3, 0.7), "blobs 10-D": (2.0, 0.5), "digits": (None, 1.25)}
 OURS = "PrivateKMeans"
 LLOYD = "PrivateKMeans(algorithm='lloyd')"
@@ -286,8 +286,8 @@ def main_tables(args, data, base_cost):
                "claims pure epsilon; all rows use add/remove-one neighbouring datasets.")
         tables.append(t)
 
-    # medians and the bars
-    lines = ["### Medians over seeds (the issue's bars are on these)", "",
+    # medians and the targets
+    lines = ["### Medians over seeds (the targets are on these)", "",
              "| dataset | epsilon | " + " | ".join([OURS, LLOYD, LOCAL, PEER]) + " | ours / diffprivlib |",
              "|---|---|---|---|---|---|---|"]
     bar_lines = []
@@ -306,7 +306,7 @@ def main_tables(args, data, base_cost):
                                   f"{'met' if med[OURS] <= to_sklearn else 'MISSED'}")
                 checks.append(f"<= {to_peer}x diffprivlib: {rel:.3f} "
                               f"{'met' if rel <= to_peer else ('MISSED' if not np.isnan(rel) else 'not measured')}")
-                bar_lines.append(f"- bar {name}, epsilon=1 (medians over {len(args.seeds)} seeds): "
+                bar_lines.append(f"- target {name}, epsilon=1 (medians over {len(args.seeds)} seeds): "
                                  + "; ".join(checks))
     medians = "\n".join(lines + [""] + bar_lines) + "\n"
 
@@ -333,7 +333,7 @@ def main_tables(args, data, base_cost):
     load = os.getloadavg()
     tt.note(f"Machine load (uptime load average 1/5/15 min) at the end: {load[0]:.2f} / {load[1]:.2f} / "
             f"{load[2]:.2f} on {os.cpu_count()} cores; device={args.device}.")
-    tt.note("Bar: fit on 10^6 points in 10-D under 30 s on 2 cores (the n=1e+06 row of PrivateKMeans).")
+    tt.note("Target: fit on 10^6 points in 10-D under 30 s on 2 cores (the n=1e+06 row of PrivateKMeans).")
     emit(tables, args)
     print(medians, flush=True)
     if args.output:
