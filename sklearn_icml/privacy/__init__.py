@@ -4,16 +4,21 @@
   :func:`gaussian_mechanism` (analytic Gaussian, with
   :func:`gaussian_noise_scale` and :func:`gaussian_delta`);
 * a private hierarchical histogram over a quadtree of a bounded box, in the
-  central and local models (:func:`private_quadtree_histogram`) and under
-  continual observation (:class:`ContinualQuadtreeHistogram`);
+  central and local models (:func:`private_quadtree_histogram`, with
+  :func:`olh_parameters` and :func:`olh_count_std` for local hashing) and
+  under continual observation (:class:`ContinualQuadtreeHistogram`);
 * noisy per-group counts and sums with the right sensitivities
   (:func:`noisy_group_sums`);
-* budget bookkeeping: :class:`Accountant` and :func:`ledger_entry`;
+* budget bookkeeping: :class:`Accountant`, :func:`ledger_entry` and
+  :func:`split_budget` (parts that never add up to more than the total);
 * :class:`PrivacyLeakWarning`.
 
 Neighbouring datasets differ by one record added or removed (unbounded DP);
 replacing a record is two such steps, so a release that is ``epsilon``-DP
-here is ``2 epsilon``-DP for replacement.
+here is ``2 epsilon``-DP for replacement. Local randomisers hide a record
+against any other (replacement). Every sensitivity is derived once, in
+``_sensitivity.py``, with its worst-case pair; every public function checks
+its input (finite data and bounds, ``0 < epsilon < inf``, ``0 <= delta < 1``).
 """
 
 from ._accounting import Accountant, ledger_entry, split_budget
