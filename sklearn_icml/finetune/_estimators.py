@@ -29,6 +29,7 @@ from ..utils._torch import (
     torch_seed,
     torch_threads,
 )
+from ..utils._training import TRAINING_PARAMETER_CONSTRAINTS
 
 __all__ = ["DoRAClassifier", "DoRARegressor"]
 
@@ -54,11 +55,7 @@ class _DoRAEstimator(BaseEstimator):
         "learning_rate": [Interval(Real, 0, float(np.finfo(np.float32).max), closed="neither")],
         "weight_decay": [Interval(Real, 0, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "early_stopping": ["boolean"],
-        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
-        "tol": [Interval(Real, 0, None, closed="left")],
+        **TRAINING_PARAMETER_CONSTRAINTS,
         "device": DEVICE_CONSTRAINT,
         "random_state": ["random_state"],
         "verbose": ["verbose"],

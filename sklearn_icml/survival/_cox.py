@@ -16,6 +16,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, to_numpy, to_tensor, torch_generator, torch_threads
+from ..utils._training import TRAINING_PARAMETER_CONSTRAINTS
 from ._base import SurvivalMixin, breslow_baseline, check_times, cox_batch_loss, survival_from_baseline
 
 __all__ = ["CoxSurvival"]
@@ -195,12 +196,8 @@ class CoxSurvival(SurvivalMixin, BaseEstimator):
         "alpha": [Interval(Real, 0, 1e100, closed="both")],
         "solver": [StrOptions({"lbfgs", "adam"})],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        **TRAINING_PARAMETER_CONSTRAINTS,
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
-        "tol": [Interval(Real, 0, None, closed="left")],
-        "early_stopping": ["boolean"],
-        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "device": DEVICE_CONSTRAINT,
         "random_state": ["random_state"],
         "verbose": ["verbose"],

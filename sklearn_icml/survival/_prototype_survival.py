@@ -23,6 +23,7 @@ from ..utils._torch import (
     torch_generator,
     torch_threads,
 )
+from ..utils._training import TRAINING_PARAMETER_CONSTRAINTS
 from ._base import SurvivalMixin, breslow_baseline, check_times, cox_batch_loss, survival_from_baseline
 
 __all__ = ["PrototypeSurvival"]
@@ -199,13 +200,9 @@ class PrototypeSurvival(SurvivalMixin, BaseEstimator):
         # torch trains in float32: a step size beyond its range overflows inside the optimizer
         "learning_rate": [Interval(Real, 0, float(np.finfo(np.float32).max), closed="neither")],
         "weight_decay": [Interval(Real, 0, None, closed="left")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        **TRAINING_PARAMETER_CONSTRAINTS,
         "warmup_epochs": [Interval(Integral, 0, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "early_stopping": ["boolean"],
-        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
-        "tol": [Interval(Real, 0, None, closed="left")],
         "device": DEVICE_CONSTRAINT,
         "random_state": ["random_state"],
         "verbose": ["verbose"],

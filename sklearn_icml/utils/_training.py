@@ -44,12 +44,25 @@ import math
 import sys
 import time
 from dataclasses import dataclass, field
+from numbers import Integral, Real
 
 import numpy as np
 
+from ._sklearn_private import Interval
 from ._torch import is_torch_tensor, torch_generator, torch_threads
 
-__all__ = ["EarlyStopping", "ProgressReporter", "TrainingResult", "fit_module", "iterate_minibatches"]
+__all__ = ["TRAINING_PARAMETER_CONSTRAINTS", "EarlyStopping", "ProgressReporter", "TrainingResult", "fit_module",
+           "iterate_minibatches"]
+
+#: ``_parameter_constraints`` of the layer's options under scikit-learn's MLP names, for the
+#: estimators that expose them (``{**TRAINING_PARAMETER_CONSTRAINTS, ...}``).
+TRAINING_PARAMETER_CONSTRAINTS = {
+    "max_iter": [Interval(Integral, 1, None, closed="left")],
+    "early_stopping": ["boolean"],
+    "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+    "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+    "tol": [Interval(Real, 0, None, closed="left")],
+}
 
 _LOSSES = ("mse", "cross_entropy", "bce_with_logits")
 _OPTIMIZERS = {"adamw": "AdamW", "adam": "Adam", "sgd": "SGD", "rmsprop": "RMSprop"}
