@@ -54,3 +54,7 @@ __all__ += ["make_regular_languages"]
 from ._scaling import make_scaling_runs  # noqa: E402
 
 __all__ += ["make_scaling_runs"]
+
+from ._topics import make_topic_corpus, topic_of  # noqa: E402
+
+__all__ += ["make_topic_corpus", "topic_of"]

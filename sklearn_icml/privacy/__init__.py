@@ -9,6 +9,9 @@
   under continual observation (:class:`ContinualQuadtreeHistogram`);
 * noisy per-group counts and sums with the right sensitivities
   (:func:`noisy_group_sums`);
+* the epsilon of repeated Gaussian rounds and its inverse, through
+  dp-accounting (:func:`gaussian_rounds_epsilon`,
+  :func:`gaussian_rounds_noise_multiplier`);
 * budget bookkeeping: :class:`Accountant`, :func:`ledger_entry` and
   :func:`split_budget` (parts that never add up to more than the total);
 * :class:`PrivacyLeakWarning`.
@@ -33,6 +36,7 @@ from ._mechanisms import (
     laplace_mechanism,
 )
 from ._quadtree import QuadtreeHistogram, private_quadtree_histogram
+from ._rounds import gaussian_rounds_epsilon, gaussian_rounds_noise_multiplier
 from ._sums import noisy_group_sums
 
 __all__ = [
@@ -43,6 +47,8 @@ __all__ = [
     "gaussian_delta",
     "gaussian_mechanism",
     "gaussian_noise_scale",
+    "gaussian_rounds_epsilon",
+    "gaussian_rounds_noise_multiplier",
     "geometric_mechanism",
     "laplace_mechanism",
     "ledger_entry",
