@@ -229,10 +229,10 @@ def gpu(args):
     table = Table("Generated DAGs on the GPU, D = 10, B = 250: gap to the lower bound", "gap (%)",
                   higher_is_better=False)
     sizes, epochs, limit = ((5000,), 100, 10.0) if args.quick else ((5000, 10000), 500, 60.0)
-    variants = {f"Gumbel stage0 (paper), B=250, {epochs} epochs": dict(init="stage0", batch_size=250,
-                                                                          max_iter=epochs, device=args.device),
-                f"Gumbel defaults (greedy), B=250, {epochs} epochs": dict(batch_size=250, max_iter=epochs,
-                                                                            device=args.device)}
+    released = dict(init="stage0", batch_size=250, max_iter=epochs, device=args.device)
+    defaults = dict(batch_size=250, max_iter=epochs, device=args.device)
+    variants = {f"Gumbel stage0 (paper), B=250, {epochs} epochs": released,
+                f"Gumbel defaults (greedy), B=250, {epochs} epochs": defaults}
     times = Table("GPU rows: wall time", "seconds", higher_is_better=False, verdicts=False)
     for n in sizes:
         problem = make_scheduling_dag(n, n_stages=D, mem_weight=MEM_WEIGHT, random_state=0)
