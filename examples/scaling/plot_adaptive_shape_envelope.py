@@ -1,7 +1,7 @@
 """
-=========================================================
+==========================================================
 Scaling laws per model shape and the envelope between them
-=========================================================
+==========================================================
 
 A model's *shape* (patch size, width, input resolution) fixes which scaling law its training
 follows. :class:`~sklearn_icml.scaling.ScalingLawRegressor` fits one law per shape;

@@ -18,7 +18,7 @@ _LAWS = (
 
 def make_scaling_runs(n_shapes=3, n_runs=30, *, noise=0.01, compute_range=(1.0, 1e4), random_state=None,
                       return_params=False):
-    """Runs of ``n_shapes`` model shapes whose loss follows known saturating power laws.
+    """Generate runs of ``n_shapes`` model shapes whose loss follows known saturating power laws.
 
     Shape ``k`` (ids ``1..n_shapes``) follows ``E = a_k (C + d_k)^-b_k + c_k``:
     later shapes cost more at first and reach lower losses, so an adaptive

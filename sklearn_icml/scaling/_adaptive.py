@@ -26,7 +26,7 @@ __all__ = ["AdaptiveTrainingResult", "train_adaptive"]
 class AdaptiveTrainingResult:
     """What :func:`train_adaptive` returns.
 
-    Attributes
+    Parameters
     ----------
     module : torch.nn.Module
         The trained model in its final shape, on the CPU, in eval mode.
@@ -204,17 +204,17 @@ def train_adaptive(model, resize, scheduler, batches, *, target_loss, loss_fn, e
     >>> import numpy as np, torch
     >>> from sklearn_icml.scaling import Segment, train_adaptive, widen_mlp
     >>> X = np.random.RandomState(0).normal(size=(256, 4)).astype("float32")
-    >>> y = np.tanh(X @ np.ones(4, dtype="float32"))[:, None]
+    >>> y = np.sin(2 * X[:, :1]) * np.cos(X[:, 1:2])
     >>> net = torch.nn.Sequential(torch.nn.Linear(4, 2), torch.nn.Tanh(), torch.nn.Linear(2, 1))
-    >>> plan = [Segment(2, 1.0, 0.2, 0, 0), Segment(8, 0.2, 0.05, 0, 0)]
+    >>> plan = [Segment(2, 1.0, 0.15, 0, 0), Segment(16, 0.15, 0.05, 0, 0)]  # width 2, then 16
     >>> mse = torch.nn.functional.mse_loss
     >>> def evaluate(m):
     ...     return float(mse(m(torch.as_tensor(X)), torch.as_tensor(y)))
     >>> res = train_adaptive(net, lambda m, w: widen_mlp(m, w, random_state=0), plan, (X, y), target_loss=0.05,
     ...                      loss_fn=mse, eval_fn=evaluate, flops_per_step=lambda w: 6 * 32 * w * 6,
     ...                      learning_rate=1e-2, max_steps=3000, random_state=0)
-    >>> res.module[0].out_features, res.reached
-    (8, True)
+    >>> res.module[0].out_features, res.reached, [sw[2:] for sw in res.switches]
+    (16, True, [(2, 16, 'schedule')])
     """
     import torch
 

@@ -18,8 +18,18 @@ __all__ = ["AdaptiveShapeScheduler", "Segment"]
 Segment = namedtuple("Segment", ["shape", "loss_from", "loss_to", "compute_from", "compute_to"])
 Segment.__doc__ = """One stretch of an adaptive schedule: train ``shape`` from ``loss_from`` down to ``loss_to``.
 
-``compute_from`` and ``compute_to`` are the cumulative compute of the adaptive
-run at the two ends, in the law's compute units.
+Parameters
+----------
+shape : int or float
+    The shape id to train on this stretch.
+loss_from : float
+    Loss at the start of the stretch (the higher one).
+loss_to : float
+    Loss at its end, where the schedule switches shape or reaches its target.
+compute_from : float
+    Cumulative compute of the adaptive run at ``loss_from``, in the law's units.
+compute_to : float
+    Cumulative compute at ``loss_to``.
 """
 
 #: With no zero-compute loss (d = 0), the envelope starts where every shape's compute is this share of the target's.
