@@ -148,7 +148,9 @@ class MetaLFBOClassifier(ClassifierMixin, BaseEstimator):
     max_iter : int, default=300
         Maximum number of meta-training epochs (the paper: 2048).
     batch_size : int, default=256
-        Mini-batch size of meta-training, in observations.
+        Mini-batch size of meta-training, in rows of the likelihood-free
+        training sets (on average: mini-batches are drawn over observations,
+        and an observation below the threshold carries two rows).
     learning_rate : float, default=1e-3
         Adam learning rate.
     lr_decay : float, default=0.999
@@ -447,6 +449,8 @@ class MetaLFBOClassifier(ClassifierMixin, BaseEstimator):
         x_scale[x_scale < 1e-12] = 1.0
 
         data = (X_all,) + _observation_table(tasks, self.gamma, self.weight_type)
+        # batch_size counts rows of the likelihood-free training sets; batches are drawn over observations
+        batch_size = max(1, round(self.batch_size * X_all.shape[0] / float(data[-1].sum())))
 
         coefs, intercepts, mean_coef, mean_intercept = _init_network(rng, n_dims, self.n_hidden,
                                                                      self.n_layers, self.n_features)
@@ -457,7 +461,7 @@ class MetaLFBOClassifier(ClassifierMixin, BaseEstimator):
         step = make_train_step(embedding_loss_weight=self.embedding_loss_weight, ks_scale=ks_scale,
                                cov_scale=cov_scale, embedding_noise=self.embedding_noise, generator=generator)
         result = fit_module(
-            module, data, None, train_step=step, max_iter=self.max_iter, batch_size=self.batch_size,
+            module, data, None, train_step=step, max_iter=self.max_iter, batch_size=batch_size,
             learning_rate=self.learning_rate, optimizer="adam",
             lr_schedule=lambda opt: torch.optim.lr_scheduler.ExponentialLR(opt, gamma=self.lr_decay),
             early_stopping=self.early_stopping and X_all.shape[0] >= 2,
