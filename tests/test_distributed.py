@@ -125,6 +125,12 @@ def _binary_classification():
     return make_classification(n_samples=90, n_features=4, n_informative=3, n_redundant=0, random_state=0)
 
 
+def _synthetic_data_classifier():
+    from sklearn_icml.generative import PrivateEvolution, SyntheticDataClassifier
+
+    return SyntheticDataClassifier(PrivateEvolution(n_iterations=3, bounds=(-4.0, 4.0), random_state=0))
+
+
 def _meta_lfbo_pipeline():
     from sklearn_icml.optimize import MetaLFBOClassifier
 
@@ -146,7 +152,7 @@ CASES = {
         _ls_ece_scorer(),
     ),
     "finetune_dora": (
-        lambda: make_pipeline(StandardScaler(), DoRAClassifier(hidden_layer_sizes=(8,), max_epochs=5,
+        lambda: make_pipeline(StandardScaler(), DoRAClassifier(hidden_layer_sizes=(8,), max_iter=5,
                                                                learning_rate=1e-2, random_state=0)),
         {"doraclassifier__method": ["dora", "lora"], "doraclassifier__r": [1, 4]},
         _classification,
@@ -182,6 +188,13 @@ CASES = {
         _classification,
         None,  # the estimator's score: minus the held-out quality of the combined attributions
     ),
+    "generative_synthetic_data_classifier": (
+        lambda: make_pipeline(StandardScaler(), _synthetic_data_classifier()),
+        {"syntheticdataclassifier__generator__epsilon": [0.5, 4.0],
+         "syntheticdataclassifier__n_synthetic_per_class": [20, 40]},
+        _classification,
+        "accuracy",
+    ),
     "bandits_pairwise_glm": (
         lambda: make_pipeline(_pairwise_glm()),
         {"pairwiseglmclassifier__link": ["logistic", "probit"], "pairwiseglmclassifier__alpha": [1e-4, 10.0]},
@@ -197,7 +210,7 @@ CASES = {
     "bandits_agent_simulation_scorer": (  # an agent tuned against a simulator (the scorer ignores the folds)
         lambda: _borda_etc_agent(),
         {"c_explore": [0.3, 1.0], "exploration": ["uniform", "g_optimal"]},
-        lambda: _duel_env().sample_duels(30, random_state=0),
+        lambda: (lambda X, y: (_borda_etc_agent().duel_rows(X), y))(*_duel_env().sample_duels(30, random_state=0)),
         _simulation_scorer(),
     ),
 }

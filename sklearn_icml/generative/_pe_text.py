@@ -177,6 +177,8 @@ class PrivateEvolutionText(PrivateEvolution):
         Their classes when ``class_conditional``.
     seeds_ : ndarray of str
         The distinct survivors of every round.
+    seed_rounds_ : ndarray of int
+        The round (0-based) each seed survived.
     classes_ : ndarray or None
         Classes when ``class_conditional``.
     embedder_ : object

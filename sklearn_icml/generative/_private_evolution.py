@@ -115,6 +115,8 @@ class PrivateEvolution(BaseEstimator):
         Their classes when ``class_conditional``.
     seeds_ : ndarray of shape (n_seeds, n_features)
         The distinct survivors of every round.
+    seed_rounds_ : ndarray of shape (n_seeds,)
+        The round (0-based) each seed survived.
     classes_ : ndarray or None
         Classes when ``class_conditional``.
     noise_multiplier_ : float
@@ -343,12 +345,13 @@ class PrivateEvolution(BaseEstimator):
             for part, label in parts:
                 final, part_seeds, hists = self._evolve(part, pool, sigma * m, rng, device, label)
                 synthetic.append(final)
-                seeds.append(part_seeds)
+                seeds.extend(part_seeds)
                 self.histograms_.extend(hists)
                 labels.append(np.full(len(final), label, dtype=object) if label is not None else None)
         self.synthetic_ = np.concatenate(synthetic)
         self.synthetic_y_ = None if self.classes_ is None else np.concatenate(labels).astype(self.classes_.dtype)
-        self.seeds_ = np.concatenate(seeds)
+        self.seeds_ = np.concatenate([s for s, _ in seeds]) if seeds else self.synthetic_[:0]
+        self.seed_rounds_ = np.concatenate([np.full(len(s), t) for s, t in seeds]) if seeds else np.zeros(0, int)
         return self
 
     def _ledger(self, sigma, m, eps):
@@ -372,7 +375,7 @@ class PrivateEvolution(BaseEstimator):
             hists.append(released)
             if released.sum() > 0:
                 parents = rng.choice(n, size=n, p=released / released.sum())
-                seeds.append(population[np.unique(parents)])
+                seeds.append((population[np.unique(parents)], t))
                 population = population[parents]
             if self.verbose:
                 tag = "" if label is None else f" class {label!r}"
@@ -380,7 +383,7 @@ class PrivateEvolution(BaseEstimator):
                       f"points survive")
             if t < T - 1:
                 population = self._vary(population, degree, rng)
-        return population, (np.concatenate(seeds) if seeds else population[:0]), hists
+        return population, seeds, hists
 
     # -- after fit ---------------------------------------------------------------------------------
 

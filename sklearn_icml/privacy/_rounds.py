@@ -18,9 +18,10 @@ L2 sensitivity 1 (in units of the per-user cap) and noise multiplier
 """
 
 import math
-from numbers import Integral, Real
+from numbers import Integral
 
 from ..utils._sklearn_private import Interval, StrOptions, validate_params
+from ._validation import DELTA_POSITIVE, EPSILON, POSITIVE
 
 __all__ = ["gaussian_rounds_epsilon", "gaussian_rounds_noise_multiplier"]
 
@@ -55,9 +56,9 @@ def _epsilon(noise_multiplier, n_rounds, delta, accountant):
 
 @validate_params(
     {
-        "noise_multiplier": [Interval(Real, 0, None, closed="neither")],
+        "noise_multiplier": POSITIVE,
         "n_rounds": [Interval(Integral, 1, None, closed="left")],
-        "delta": [Interval(Real, 0, 1, closed="neither")],
+        "delta": DELTA_POSITIVE,
         "accountant": [StrOptions(_ACCOUNTANTS)],
     },
     prefer_skip_nested_validation=True,
@@ -105,8 +106,8 @@ def gaussian_rounds_epsilon(noise_multiplier, n_rounds, delta, *, accountant="pl
 
 @validate_params(
     {
-        "epsilon": [Interval(Real, 0, None, closed="neither")],
-        "delta": [Interval(Real, 0, 1, closed="neither")],
+        "epsilon": EPSILON,
+        "delta": DELTA_POSITIVE,
         "n_rounds": [Interval(Integral, 1, None, closed="left")],
         "accountant": [StrOptions(_ACCOUNTANTS)],
     },

@@ -108,11 +108,12 @@ CASES = {
     # accounting of repeated Gaussian rounds (Private Evolution): NaN, zero and negative budgets refused
     "gaussian_rounds_epsilon": (
         lambda **kw: privacy.gaussian_rounds_epsilon(**(dict(noise_multiplier=2.0, n_rounds=3, delta=1e-6) | kw)),
-        [("noise_multiplier", m) for m in (NAN, 0.0, -1.0)] + [("delta", d) for d in (NAN, 0.0, 1.0)]
+        [("noise_multiplier", m) for m in (NAN, INF, 0.0, -1.0)] + [("delta", d) for d in (NAN, INF, 0.0, 1.0)]
         + [("n_rounds", 0)]),
     "gaussian_rounds_noise_multiplier": (
         lambda **kw: privacy.gaussian_rounds_noise_multiplier(**(dict(epsilon=1.0, delta=1e-6, n_rounds=3) | kw)),
-        [("epsilon", e) for e in (NAN, 0.0, -1.0)] + [("delta", d) for d in (NAN, 0.0, 1.0)] + [("n_rounds", 0)]),
+        [("epsilon", e) for e in (NAN, INF, 0.0, -1.0)] + [("delta", d) for d in (NAN, INF, 0.0, 1.0)]
+        + [("n_rounds", 0)]),
     "split_budget": (
         lambda **kw: split_budget(**(dict(total=1.0, shares=[1, 2]) | kw)),
         [("total", t) for t in (NAN, INF, -1.0)] + [("shares", [1.0, NAN]), ("shares", [1.0, 0.0])]),
