@@ -90,7 +90,8 @@ def _bar_notes(table, cases, checks):
 def _tune_bexp3(horizon, n_repeats):
     """GridSearchCV over BordaEXP3's multipliers against a random linear instance not used elsewhere."""
     env = GLMDuelingEnv.random_instance(n_items=32, n_features=4, link="linear", random_state=100)
-    X, y = env.sample_duels(20, random_state=0)
+    pairs, y = env.sample_duels(20, random_state=0)
+    X = BordaEXP3(**env.action_set).duel_rows(pairs)
     grid = {"eta_scale": [1.0, 3.0, 10.0, 30.0], "gamma_scale": [0.3, 1.0]}
     search = GridSearchCV(BordaEXP3(**env.action_set, horizon=horizon), grid, cv=2,
                           scoring=simulation_scorer(env, horizon, n_repeats=n_repeats, random_state=0)).fit(X, y)

@@ -51,6 +51,18 @@ def _tiny_malibo(n_candidates=64):
         n_features=4, n_hidden=8, n_layers=2, max_iter=3, random_state=0))
 
 
+def _tiny_private_evolution():
+    from sklearn_icml.generative import PrivateEvolution
+
+    return PrivateEvolution(n_synthetic=60, n_iterations=4, epsilon=50.0, bounds=(-10.0, 10.0), random_state=0)
+
+
+def _public_texts():
+    from sklearn_icml.datasets import make_topic_corpus
+
+    return make_topic_corpus(60, 10, n_topics=4, n_private_topics=1, random_state=0).public
+
+
 INIT_PARAMS = {
     "ReferenceTorchClassifier": dict(max_iter=50),
     "AttributionCombiner": dict(methods=("saliency", ("integrated_gradients", {"n_steps": 4}), "feature_ablation"),
@@ -70,11 +82,13 @@ INIT_PARAMS = {
     # public bounds (the checks' data is clipped to them; bounds=None would warn PrivacyLeakWarning), few restarts
     "PrivateKMeans": dict(n_clusters=3, bounds=(-10.0, 10.0), n_init=2),
     # dueling-bandit agents (S11): their items (8, with 2 features) and a short horizon
-    "BordaETC": dict(item_features=_DUEL_ITEMS, horizon=100),
-    "BordaEXP3": dict(item_features=_DUEL_ITEMS, horizon=100),
-    "ETCBorda": dict(n_items=8, horizon=100),
-    "DEXP3": dict(n_items=8, horizon=100),
-    "UniformDueling": dict(n_items=8),
+    # dueling agents: the offline face takes duel rows of any width, so the harness gives no items (an agent
+    # built with items checks that the rows have their dimension)
+    "BordaETC": dict(horizon=100),
+    "BordaEXP3": dict(horizon=100),
+    "ETCBorda": dict(horizon=100),
+    "DEXP3": dict(horizon=100),
+    "UniformDueling": dict(),
     # meta-learned BO (S13): tiny networks, few epochs, few candidates; a 3-point grid with 2-fold CV
     "MetaLFBOClassifier": dict(n_features=8, n_hidden=8, n_layers=3, max_iter=3),
     "MetaBayesianOptimizer": dict(n_candidates=64, classifier=_tiny_malibo().classifier),
@@ -86,6 +100,12 @@ INIT_PARAMS = {
     "CPSATScheduler": dict(time_limit=2.0),
     # in-context language models (S6): a one-block Transformer, one epoch, sequences of up to 512 tokens
     "NGramTransformerLM": dict(d_model=8, n_layers=1, max_len=512, max_iter=1),
+    # Private Evolution (S9): public bounds (bounds=None would warn PrivacyLeakWarning), a small population and
+    # few rounds; the classifier's generator gets a large budget so that the checks' accuracy bars measure the API
+    "PrivateEvolution": dict(n_synthetic=20, n_iterations=3, bounds=(-10.0, 10.0)),
+    "SyntheticDataClassifier": dict(generator=_tiny_private_evolution()),
+    "PrivateEvolutionText": dict(n_synthetic=10, n_iterations=2, lookahead=1,
+                                 initial_population=_public_texts()),
     # the learned smoother, so that the harness runs the torch path (thread and device rules)
     "InContextNGram": dict(smoothing="learned", hidden_layer_sizes=(8,), max_iter=2),
 }
@@ -97,28 +117,6 @@ EXPECTED_FAILED = {
                             "(test_check_clustering_data_at_large_epsilon and the blob utility tests)",
     },
 }
-
-# Dueling-bandit agents (S11): X holds duels as (n_duels, 2) integer item indices into the agent's items, so
-# these checks' arbitrary float matrices (3 to 10 real-valued columns, negative values) are rejected with a
-# ValueError naming the contract. The API checks (clone, get/set_params, repr, init) and check_param_validation
-# pass; fit, partial_fit, select/update, pickling, cloning, determinism and no input mutation on real duels are
-# tested in tests/bandits/test_agents.py and by this harness's own tests (FIT_DATA below).
-_DUEL_DATA_CHECKS = (
-    "check_fit_score_takes_y", "check_estimators_overwrite_params", "check_dont_overwrite_parameters",
-    "check_estimators_fit_returns_self", "check_readonly_memmap_input", "check_n_features_in_after_fitting",
-    "check_positive_only_tag_during_fit", "check_estimators_dtypes", "check_dtype_object",
-    "check_pipeline_consistency", "check_estimators_nan_inf", "check_estimators_pickle",
-    "check_f_contiguous_array_estimator", "check_methods_sample_order_invariance",
-    "check_methods_subset_invariance", "check_fit2d_1sample", "check_dict_unchanged", "check_fit_idempotent",
-    "check_fit_check_is_fitted", "check_n_features_in", "check_fit2d_predict1d",
-    "check_array_api_input", "check_dataframe_column_names_consistency",
-)
-for _agent in ("BordaETC", "BordaEXP3", "DEXP3", "ETCBorda", "UniformDueling"):
-    EXPECTED_FAILED[_agent] = {
-        check: "online dueling-bandit agent: X must hold (n_duels, 2) integer item indices, not the check's "
-               "random floats (real duels are tested in tests/bandits/test_agents.py)"
-        for check in _DUEL_DATA_CHECKS
-    }
 
 # Stage schedulers (S14): X is a StageSchedulingProblem (a DAG with node memory), not a feature matrix, so every
 # check that fits on an array is rejected with a TypeError naming the contract. The API checks (clone, get/set_params,
@@ -208,6 +206,27 @@ EXPECTED_FAILED["AdaptiveShapeScheduler"] = {
     )
 }
 
+# Private Evolution for texts (S9): X is a 1-D array of strings (the private texts), so every check that fits on a
+# real-valued matrix is refused with a ValueError naming the contract ("must be a 1-D sequence of strings").
+# scikit-learn cannot generate text data for its checks (it refuses estimators whose only input tag is string);
+# the API checks (clone, get/set_params, repr, init, tags) and check_param_validation pass, and fitting, pickling,
+# determinism and bad input on real texts are tested in tests/generative/ and by this harness's own tests.
+EXPECTED_FAILED["PrivateEvolutionText"] = {
+    check: "text generator: X must be a 1-D sequence of strings (private texts), not the check's real-valued "
+           "matrix (texts are tested in tests/generative/)"
+    for check in (
+        "check_fit_score_takes_y", "check_estimators_overwrite_params", "check_dont_overwrite_parameters",
+        "check_estimators_fit_returns_self", "check_readonly_memmap_input", "check_n_features_in_after_fitting",
+        "check_positive_only_tag_during_fit", "check_estimators_dtypes", "check_complex_data", "check_dtype_object",
+        "check_estimators_empty_data_messages", "check_pipeline_consistency", "check_estimators_nan_inf",
+        "check_estimator_sparse_tag", "check_estimator_sparse_array", "check_estimator_sparse_matrix",
+        "check_estimators_pickle", "check_array_api_input", "check_f_contiguous_array_estimator",
+        "check_methods_sample_order_invariance", "check_methods_subset_invariance", "check_fit2d_1sample",
+        "check_fit2d_1feature", "check_dict_unchanged", "check_fit_idempotent", "check_fit_check_is_fitted",
+        "check_n_features_in", "check_fit2d_predict1d", "check_dataframe_column_names_consistency",
+    )
+}
+
 FIT_DATA = {
     # S19: runs (compute in column 0, shape id in column 1) and their losses, from three known scaling laws
     "ScalingLawRegressor": lambda rs: (lambda X, y: (X[:12, :1], y[:12]))(*_scaling_runs(rs)),
@@ -227,12 +246,14 @@ FIT_DATA = {
     "PrototypeSurvival": lambda rs: _survival_data(rs),
     # a binary classifier of duels: pair-feature rows, 1 where the first item won
     "PairwiseGLMClassifier": lambda rs: _glm_duels(rs),
-    # duels: (n, 2) item indices of 8 items, outcomes 1 where the first item won
-    "BordaETC": lambda rs: _duels(rs),
-    "BordaEXP3": lambda rs: _duels(rs),
-    "DEXP3": lambda rs: _duels(rs),
-    "ETCBorda": lambda rs: _duels(rs),
-    "UniformDueling": lambda rs: _duels(rs),
+    # duels of 8 items as duel rows: pair features x_i - x_j (feature agents), one-hot e_i - e_j (baselines)
+    "BordaETC": lambda rs: _duel_rows(rs, features=True),
+    "BordaEXP3": lambda rs: _duel_rows(rs, features=True),
+    "DEXP3": lambda rs: _duel_rows(rs, features=False),
+    "ETCBorda": lambda rs: _duel_rows(rs, features=False),
+    "UniformDueling": lambda rs: _duel_rows(rs, features=False),
+    # private texts for the text generator (a 1-D array of strings)
+    "PrivateEvolutionText": lambda rs: (_private_texts(rs), None),
     # token sequences of 12 regular languages (48 tokens each); y unused
     "InContextNGram": lambda rs: _languages(rs),
     "NGramTransformerLM": lambda rs: _languages(rs),
@@ -249,6 +270,12 @@ def _scheduling_dag(random_state):
     return make_scheduling_dag(40, depth=4, random_state=random_state)
 
 
+def _private_texts(random_state):
+    from sklearn_icml.datasets import make_topic_corpus
+
+    return make_topic_corpus(60, 30, n_topics=4, n_private_topics=1, random_state=random_state).private
+
+
 def _languages(random_state):
     from sklearn_icml.datasets import make_regular_languages
 
@@ -261,8 +288,13 @@ def _glm_duels(random_state):
     return make_glm_duels(n_duels=60, n_items=8, n_features=3, random_state=random_state)
 
 
-def _duels(random_state):
-    return _duel_env().sample_duels(60, random_state=random_state)
+def _duel_rows(random_state, features):
+    from sklearn_icml.bandits import BordaETC, UniformDueling
+
+    env = _duel_env()
+    pairs, y = env.sample_duels(60, random_state=random_state)
+    agent = BordaETC(**env.action_set) if features else UniformDueling(n_items=env.n_items)
+    return agent.duel_rows(pairs), y
 
 
 def _objective_observations(random_state):

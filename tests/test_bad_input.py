@@ -32,11 +32,6 @@ from ._params import fit_data, harness_classes, make_instance
 NON_TABULAR = {
     "BradleyTerryRanker": "battles: competitor ids of any hashable type in columns 0-1 (bad ids: second table)",
     "EloRater": "battles: competitor ids of any hashable type in columns 0-1 (bad ids: second table)",
-    "BordaETC": "duels: integer item indices (i, j), not features (tests/bandits/test_agents.py::test_errors)",
-    "BordaEXP3": "duels: integer item indices (i, j), not features",
-    "DEXP3": "duels: integer item indices (i, j), not features",
-    "ETCBorda": "duels: integer item indices (i, j), not features",
-    "UniformDueling": "duels: integer item indices (i, j), not features",
     "InContextNGram": "integer token sequences padded with -1 (tests/language/)",
     "NGramTransformerLM": "integer token sequences padded with -1 (tests/language/)",
     "CPSATScheduler": "a StageSchedulingProblem (a DAG with node costs), not an array",

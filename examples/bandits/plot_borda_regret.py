@@ -98,7 +98,10 @@ phi = env.pair_features[X_pairs[:, 0], X_pairs[:, 1]]
 clf = PairwiseGLMClassifier(link="linear").fit(phi, y)
 print("theta     :", env.theta.round(3))
 print("theta_hat :", clf.coef_[0].round(3))
-offline = BordaETC(**env.action_set, link="linear").fit(X_pairs, y)
+# The agents' own offline face takes the same duel rows (``duel_rows`` turns item-index pairs into
+# them), so an agent fits logged duels like any classifier and gives the plug-in Borda scores.
+offline = BordaETC(**env.action_set, link="linear")
+offline.fit(offline.duel_rows(X_pairs), y)
 print("estimated Borda winner", offline.best_item_, "true winner", env.borda_winner())
 
 # %%
@@ -113,5 +116,5 @@ print("estimated Borda winner", offline.best_item_, "true winner", env.borda_win
 # see that variance).
 search = GridSearchCV(BordaETC(**env.action_set, horizon=T, link="linear"), {"c_explore": [0.25, 0.5, 1.0, 2.0]},
                       scoring=simulation_scorer(env, T, n_repeats=20, random_state=0), cv=2)
-search.fit(X_pairs[:100], y[:100])
+search.fit(phi[:100], y[:100])
 print(search.best_params_, (-search.cv_results_["mean_test_score"]).round(0))

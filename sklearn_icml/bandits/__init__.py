@@ -6,7 +6,8 @@ Dueling Bandits", ICML 2024.
 * :class:`GLMDuelingEnv`: simulated environments (pair or item features, the paper's hard instance,
   random instances, logistic/probit/linear links, adversarial drift), with true Borda scores and regret.
 * :class:`PairwiseGLMClassifier`: the GLM estimate of ``P(i beats j)`` as an ordinary binary classifier.
-* Agents, one interface (``select``, ``update``, ``partial_fit``, ``fit``): :class:`BordaETC` and
+* Agents, an online face on item indices (``select``, ``update``) and an offline one on duel rows
+  (``fit``, ``predict_proba``, ``score``; ``duel_rows`` links them): :class:`BordaETC` and
   :class:`BordaEXP3` (the paper's), and the feature-free baselines :class:`UniformDueling`,
   :class:`ETCBorda` and :class:`DEXP3`.
 * :func:`simulate` and :func:`simulation_scorer`; :func:`g_optimal_design`.

@@ -1,31 +1,36 @@
-"""What every dueling-bandit agent shares: the online and offline interface and the duel bookkeeping.
+"""What every dueling-bandit agent shares: the online and offline faces and the duel bookkeeping.
 
-Agents are scikit-learn estimators (``get_params``, ``set_params``, ``clone``,
-pickling, parameter validation) whose data are duels: ``X`` holds the item
-indices ``(i, j)`` of each duel in its two columns, ``y`` is 1 where the first
-item won. Online, ``select()`` proposes the next pair and ``update(i, j,
-outcome)`` reports the result; ``partial_fit`` takes a batch of duels played
-while the policy was held fixed (the pairs of one ``select(n_pairs)`` call);
-``fit`` starts afresh on logged duels (the offline case). Per-round
-randomness comes from the fitted ``random_state_``.
+Agents are scikit-learn classifiers of duel outcomes with two faces. The
+offline face follows the paper's model, where a duel between items i and j is
+a feature vector ``phi(i, j)`` and ``P(i wins) = mu(phi(i, j) . theta)``:
+``fit``, ``predict_proba``, ``decision_function``, ``predict`` and ``score``
+take real-valued duel rows ``phi(i, j)`` (one-hot differences ``e_i - e_j``
+for the feature-free baselines), so an agent can sit in a Pipeline. The online
+face works on item indices: ``select()`` proposes the next pair and
+``update(i, j, outcome)`` reports one result or a batch played while the
+policy was held fixed (the pairs of one ``select(n_pairs)`` call);
+``duel_rows(pairs)`` turns index pairs into duel rows. Per-round randomness
+comes from the fitted ``random_state_``.
 """
 
 from numbers import Integral
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils._repr import summarized_repr
 from ..utils._sklearn_private import Interval, _fit_context
 from ..utils._torch import as_numpy
 from ._action_set import ActionSet
+from ._links import get_link
 
 __all__ = []
 
 
-class _BaseAgent(BaseEstimator):
+class _BaseAgent(ClassifierMixin, BaseEstimator):
     """Base class of the agents (not public): subclasses implement the policy hooks."""
 
     _parameter_constraints = {
@@ -61,18 +66,25 @@ class _BaseAgent(BaseEstimator):
     def _refresh(self):
         self.borda_scores_ = self._borda_estimate()
         self.best_item_ = int(np.argmax(self.borda_scores_))
+        self._refresh_coef()
+
+    def _refresh_coef(self):
+        """Set ``coef_``, the duel model of the online state (hook)."""
 
     # ---- shared state ------------------------------------------------------------------------
     def _start(self, n_items=None):
         K = self._n_items_from_params()
         if K is None:
             if n_items is None:
-                raise ValueError(f"{type(self).__name__} does not know its items yet: set n_items, or start it with "
-                                 "fit/partial_fit on logged duels.")
+                raise ValueError(f"{type(self).__name__} does not know its items yet: set n_items (simulate sets "
+                                 "it from the environment).")
             K = int(n_items)
         if K < 2:
             raise ValueError(f"{type(self).__name__} needs at least 2 items; got {K}.")
         self.n_items_ = K
+        self.__dict__.pop("feature_names_in_", None)
+        self.n_features_in_ = self._known_dim()  # the duel rows of this agent's items
+        self.classes_ = np.array([0, 1])
         self.random_state_ = check_random_state(self.random_state)
         self.duel_counts_ = np.zeros((K, K))
         self.duel_wins_ = np.zeros((K, K))
@@ -100,37 +112,77 @@ class _BaseAgent(BaseEstimator):
     def _started(self):
         return hasattr(self, "n_duels_")
 
-    def _validate_duels(self, X, y, reset):
-        name = type(self).__name__
-        X, y = validate_data(self, as_numpy(X), as_numpy(y), reset=reset, dtype="numeric", y_numeric=True)
-        if X.shape[1] != 2:
-            raise ValueError(f"X has {X.shape[1]} feature(s), but {name} expects 2 columns: the item indices "
-                             "(i, j) of each duel.")
-        K = self.n_items_ if self._started() else self._n_items_from_params()
-        if not np.all(X == np.round(X)) or X.min() < 0 or (K is not None and X.max() >= K):
-            bound = f"[0, {K})" if K is not None else "[0, n_items)"
-            raise ValueError(f"{name}: X must hold integer item indices in {bound}; got values in "
-                             f"[{X.min()!r}, {X.max()!r}].")
-        y = column_or_1d(y).astype(np.float64)
-        if not np.all((y == 0) | (y == 1)):
-            raise ValueError(f"{name}: y must hold duel outcomes, 1 where the first item won and 0 otherwise; "
-                             f"got values {np.unique(y)[:5].tolist()!r}.")
-        return X.astype(np.intp), y
+    # ---- the offline face: duel rows -------------------------------------------------------------
+    def _known_dim(self):
+        """Columns of the duel rows of the agent's items (d, or K one-hot), or None when it has no items."""
+        raise NotImplementedError
 
-    # ---- public interface --------------------------------------------------------------------
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Start afresh and learn from logged duels (the offline case).
+    def _fit_rows(self, X, y):
+        """The duel model's coefficients from logged duel rows X and 0/1 outcomes y (hook)."""
+        raise NotImplementedError
 
-        When ``horizon`` is None, the number of logged duels stands in for
-        the horizon ``T`` in the automatic parameters.
+    def _rows_link(self):
+        return "linear"
+
+    def _borda_from_coef(self, coef):
+        """Borda scores of the agent's items under the duel model ``coef`` (hook)."""
+        raise NotImplementedError
+
+    def duel_rows(self, pairs):
+        """Duel rows ``phi(i, j)`` of item-index pairs: the offline face's ``X``.
+
+        Turns the pairs of the online face (as returned by :meth:`select`
+        or :meth:`GLMDuelingEnv.sample_duels`) into the real-valued rows
+        that :meth:`fit`, :meth:`predict_proba`, :meth:`decision_function`
+        and :meth:`score` take.
 
         Parameters
         ----------
-        X : array-like of shape (n_duels, 2)
-            Item indices ``(i, j)`` of each duel.
+        pairs : array-like of shape (n_duels, 2)
+            Integer item indices ``(i, j)`` of each duel.
+
+        Returns
+        -------
+        rows : ndarray of shape (n_duels, n_features)
+            The pair features ``phi_ij`` (feature agents) or the one-hot
+            differences ``e_i - e_j`` (feature-free agents).
+        """
+        pairs = self._check_pairs(pairs, "duel_rows")
+        return self._pair_rows(pairs)
+
+    def _check_pairs(self, pairs, what):
+        name = type(self).__name__
+        pairs = np.asarray(as_numpy(pairs))
+        K = self.n_items_ if self._started() else self._n_items_from_params()
+        if K is None and hasattr(self, "n_items_"):
+            K = self.n_items_
+        if pairs.ndim != 2 or pairs.shape[1] != 2 or pairs.dtype.kind not in "iuf" or len(pairs) == 0:
+            raise ValueError(f"{name}.{what}: pairs must be an array of shape (n_duels, 2) of item indices; got "
+                             f"shape {pairs.shape} and dtype {pairs.dtype}.")
+        if not np.all(pairs == np.round(pairs)) or pairs.min() < 0 or (K is not None and pairs.max() >= K):
+            bound = f"[0, {K})" if K is not None else "[0, n_items)"
+            raise ValueError(f"{name}.{what}: pairs must hold integer item indices in {bound}; got values in "
+                             f"[{pairs.min()!r}, {pairs.max()!r}].")
+        return pairs.astype(np.intp)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Learn the duel model from logged duels given as duel rows (the offline face).
+
+        Each row of ``X`` is the feature vector ``phi(i, j)`` of one duel
+        (see :meth:`duel_rows`); any real matrix is accepted, so the agent
+        can sit in a :class:`~sklearn.pipeline.Pipeline` behind a
+        transformer. When the agent knows its items and the rows have their
+        dimension, the fit also gives the items' Borda scores. The online
+        state (:meth:`select`, :meth:`update`) is not touched by the fit:
+        the online face starts afresh.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_duels, n_features)
+            Duel rows ``phi(i, j)``.
         y : array-like of shape (n_duels,)
-            1 where item ``i`` won, 0 otherwise.
+            Two labels; the larger one (``classes_[1]``) means the first item won.
 
         Returns
         -------
@@ -139,55 +191,124 @@ class _BaseAgent(BaseEstimator):
         """
         for attr in [a for a in vars(self) if a.endswith("_") and not a.startswith("__")]:
             delattr(self, attr)
-        X, y = self._validate_duels(X, y, reset=True)
-        self._offline_horizon = len(X)
-        try:
-            self._start(n_items=X.max() + 1)
-        finally:
-            del self._offline_horizon
-        self._observe(X, y)
-        self._finish_offline()
-        self._refresh()
+        for attr in ("n_duels_", "_won", "_played"):
+            self.__dict__.pop(attr, None)
+        name = type(self).__name__
+        X, y = validate_data(self, as_numpy(X), as_numpy(y), dtype=[np.float64, np.float32])
+        check_classification_targets(y)
+        self.classes_, y01 = np.unique(y, return_inverse=True)
+        if len(self.classes_) != 2:
+            kind = "binary" if len(self.classes_) < 2 else type_of_target(y, input_name="y")
+            raise ValueError(f"Only binary classification is supported. {name} models whether the first item of a "
+                             f"duel wins; the target is {kind} with {len(self.classes_)} class(es): "
+                             f"{self.classes_.tolist()!r}.")
+        dim = self._known_dim()
+        if dim is not None and X.shape[1] != dim:
+            raise ValueError(f"X has {X.shape[1]} feature(s), but {name} expects duel rows of its items' "
+                             f"dimension {dim} (turn item-index pairs into rows with {name}.duel_rows).")
+        with np.errstate(over="ignore"):
+            if not np.isfinite(np.einsum("ij,ij->", X, X)):
+                raise ValueError(f"{name}: the duel rows are too large to square in float64 (largest |x| = "
+                                 f"{np.abs(X).max():.3g}); rescale X.")
+        self.coef_ = self._fit_rows(X.astype(np.float64), y01.astype(np.float64))
+        if dim is not None or hasattr(self, "n_items_"):  # the rows are those of known items
+            self.borda_scores_ = self._borda_from_coef(self.coef_)
+            self.best_item_ = int(np.argmax(self.borda_scores_))
         return self
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y):
-        """Learn from a batch of duels played while the policy was held fixed.
+    def decision_function(self, X):
+        """The duel model's score of each duel row: positive where the first item is predicted to win.
 
-        The batch is typically the pairs returned by one ``select(n_pairs)``
-        call with their outcomes. The first call starts the agent (when
-        :meth:`select` has not already).
+        ``phi . theta_hat`` for a logistic or probit link; for the linear
+        link of the adversarial setting, ``P_hat(first wins) - 1/2``
+        (``phi . theta_hat`` clipped to ``[-1/2, 1/2]``).
 
         Parameters
         ----------
-        X : array-like of shape (n_duels, 2)
-            Item indices ``(i, j)`` of each duel.
-        y : array-like of shape (n_duels,)
-            1 where item ``i`` won, 0 otherwise.
+        X : array-like of shape (n_duels, n_features)
+            Duel rows (see :meth:`duel_rows`).
 
         Returns
         -------
-        self : object
-            The updated agent.
+        scores : ndarray of shape (n_duels,)
+            Positive where the first item is predicted to win.
         """
-        X, y = self._validate_duels(X, y, reset=not hasattr(self, "n_features_in_"))
-        if not self._started():
-            self._start(n_items=X.max() + 1)
-        self._observe(X, y)
-        self._refresh()
-        return self
+        check_is_fitted(self)
+        X = validate_data(self, as_numpy(X), reset=False, dtype=[np.float64, np.float32])
+        z = X.astype(np.float64) @ self.coef_
+        return np.clip(z, -0.5, 0.5) if self._rows_link() == "linear" else z
 
+    def predict_proba(self, X):
+        """Estimated probabilities of the two outcomes of each duel.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_duels, n_features)
+            Duel rows (see :meth:`duel_rows`).
+
+        Returns
+        -------
+        proba : ndarray of shape (n_duels, 2)
+            Column 1 is the estimated ``P(first item wins) = mu(phi . theta_hat)``.
+        """
+        link = self._rows_link()
+        z = self.decision_function(X)
+        p = 0.5 + z if link == "linear" else get_link(link).proba(z)
+        return np.column_stack([1.0 - p, p])
+
+    def predict(self, X):
+        """The more likely outcome of each duel.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_duels, n_features)
+            Duel rows (see :meth:`duel_rows`).
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_duels,)
+            ``classes_[1]`` where the first item is predicted to win.
+        """
+        won = self.decision_function(X) > 0
+        return self.classes_[won.astype(int)]
+
+    def score(self, X, y, sample_weight=None):
+        """Accuracy of the predicted duel outcomes on duel rows.
+
+        This rates the learned preference model on logged duels. It does not
+        rate an agent's exploration: to tune hyper-parameters by regret, pass
+        ``scoring=simulation_scorer(env, horizon)`` to
+        :class:`~sklearn.model_selection.GridSearchCV`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_duels, n_features)
+            Duel rows (see :meth:`duel_rows`).
+        y : array-like of shape (n_duels,)
+            Observed outcomes.
+        sample_weight : array-like of shape (n_duels,), default=None
+            Weights of the duels.
+
+        Returns
+        -------
+        score : float
+            Fraction of duels whose outcome is predicted.
+        """
+        return super().score(X, y, sample_weight=sample_weight)
+
+    # ---- the online face: item indices -----------------------------------------------------------
     def select(self, n_pairs=None):
         """Propose the next pair to duel (or ``n_pairs`` pairs under the current policy).
 
-        Starts the agent on first use. Draws its randomness from
-        ``random_state_``, so calling it advances the agent's random stream.
+        Starts the agent on first use (afresh after :meth:`fit`). Draws its
+        randomness from ``random_state_``, so calling it advances the
+        agent's random stream.
 
         Parameters
         ----------
         n_pairs : int, default=None
             Number of pairs to propose at once, all under the current policy
-            (report their outcomes together with :meth:`partial_fit`).
+            (report their outcomes together with one :meth:`update` call).
 
         Returns
         -------
@@ -206,83 +327,54 @@ class _BaseAgent(BaseEstimator):
         return pairs
 
     def update(self, i, j, outcome):
-        """Report the outcome of one duel.
+        """Report the outcome of one duel, or of a batch of duels played under a fixed policy.
+
+        A batch is typically the pairs of one ``select(n_pairs)`` call:
+        ``agent.update(pairs[:, 0], pairs[:, 1], outcomes)``. The first call
+        starts the agent when :meth:`select` has not.
 
         Parameters
         ----------
-        i, j : int
-            The two items, in the order of the duel.
-        outcome : {0, 1}
-            1 if item ``i`` won.
+        i, j : int or array-like of int
+            The two items of each duel, in the order of the duel.
+        outcome : {0, 1} or array-like of {0, 1}
+            1 where item ``i`` won.
 
         Returns
         -------
         self : object
             The updated agent.
         """
-        # the online hot path: scalar checks instead of validate_data (which partial_fit runs)
-        if not self._started():
-            return self.partial_fit(np.array([[i, j]]), np.array([outcome]))
         name = type(self).__name__
+        if not self._started():
+            self._validate_params()
+            self._start()
         K = self.n_items_
-        for item in (i, j):
-            if not isinstance(item, (Integral, np.integer)) or isinstance(item, bool) or not 0 <= item < K:
-                raise ValueError(f"{name}.update: items must be integers in [0, {K}); got ({i!r}, {j!r}).")
-        if outcome not in (0, 1):  # also accepts True/False and 0.0/1.0
-            raise ValueError(f"{name}.update: outcome must be 1 (i won) or 0; got {outcome!r}.")
-        self._observe(np.array([[i, j]], dtype=np.intp), np.array([float(outcome)]))
+        if np.ndim(i) == 0 and np.ndim(j) == 0 and np.ndim(outcome) == 0:
+            # the online hot path: scalar checks
+            for item in (i, j):
+                if not isinstance(item, (Integral, np.integer)) or isinstance(item, bool) or not 0 <= item < K:
+                    raise ValueError(f"{name}.update: items must be integers in [0, {K}); got ({i!r}, {j!r}).")
+            if outcome not in (0, 1):  # also accepts True/False and 0.0/1.0
+                raise ValueError(f"{name}.update: outcome must be 1 (i won) or 0; got {outcome!r}.")
+            pairs, outcomes = np.array([[i, j]], dtype=np.intp), np.array([float(outcome)])
+        else:
+            i, j, outcome = (np.atleast_1d(np.asarray(as_numpy(a))) for a in (i, j, outcome))
+            if not (i.ndim == j.ndim == outcome.ndim == 1 and len(i) == len(j) == len(outcome)):
+                raise ValueError(f"{name}.update: i, j and outcome must be scalars or 1-d arrays of one length; "
+                                 f"got shapes {i.shape}, {j.shape}, {outcome.shape}.")
+            try:
+                pairs = self._check_pairs(np.column_stack([i, j]), "update")
+            except ValueError as exc:
+                raise ValueError(str(exc).replace("pairs must hold integer item indices",
+                                                  "items must be integers")) from None
+            if outcome.dtype.kind not in "biuf" or not np.all((outcome == 0) | (outcome == 1)):
+                raise ValueError(f"{name}.update: outcome must be 1 (i won) or 0; got values "
+                                 f"{np.unique(outcome)[:5].tolist()!r}.")
+            outcomes = outcome.astype(np.float64)
+        self._observe(pairs, outcomes)
         self._refresh()
         return self
-
-    def decision_function(self, X):
-        """Estimated Borda-score difference ``B_hat(i) - B_hat(j)`` of each pair.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_pairs, 2)
-            Item indices ``(i, j)``.
-
-        Returns
-        -------
-        scores : ndarray of shape (n_pairs,)
-            Positive where the agent ranks ``i`` above ``j``.
-        """
-        check_is_fitted(self)
-        X = validate_data(self, as_numpy(X), reset=False, dtype="numeric")
-        X = np.asarray(X)
-        if not np.all(X == np.round(X)) or X.min() < 0 or X.max() >= self.n_items_:
-            raise ValueError(f"{type(self).__name__}: X must hold integer item indices in [0, {self.n_items_}).")
-        X = X.astype(np.intp)
-        return self.borda_scores_[X[:, 0]] - self.borda_scores_[X[:, 1]]
-
-    def score(self, X=None, y=None):
-        """Not defined: an agent is rated by simulating it, with :func:`simulation_scorer`.
-
-        A dueling-bandit agent's hyper-parameters trade exploration against
-        regret, which no held-out set of logged duels measures (fitted
-        offline, candidates differing only in exploration settings would all
-        tie). Tune them with
-        ``GridSearchCV(agent, grid, scoring=simulation_scorer(env, horizon))``;
-        to rate the Borda ranking learned from logged duels, score
-        :meth:`decision_function` (e.g. ``scoring="roc_auc"``).
-
-        Parameters
-        ----------
-        X : array-like, default=None
-            Ignored.
-        y : array-like, default=None
-            Ignored.
-
-        Raises
-        ------
-        TypeError
-            Always, naming :func:`simulation_scorer`.
-        """
-        name = type(self).__name__
-        raise TypeError(f"{name} has no data-based score: its hyper-parameters trade exploration against regret, "
-                        "which only a simulation measures. Pass scoring=simulation_scorer(env, horizon) (from "
-                        f"sklearn_icml.bandits) to GridSearchCV/cross_validate, or score {name}.decision_function "
-                        "on held-out duels (scoring='roc_auc') to rate the learned Borda ranking.")
 
     def __repr__(self, N_CHAR_MAX=700):
         # pair/item features are large arrays: show their shape, not their values
@@ -310,7 +402,7 @@ class _BaseAgent(BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
+        tags.classifier_tags.multi_class = False
         return tags
 
 
@@ -342,6 +434,20 @@ class _FeatureAgent(_BaseAgent):
         self.n_features_ = self._actions.dim
         super()._start(n_items)
 
+    def _known_dim(self):
+        if self.pair_features is None and self.item_features is None:
+            return None
+        return int(np.shape(self.pair_features if self.pair_features is not None else self.item_features)[-1])
+
+    def _pair_rows(self, pairs):
+        actions = self._actions if self._started() else self._action_set()
+        return actions.rows(pairs[:, 0], pairs[:, 1])
+
+    def _known_actions(self):
+        actions = self._action_set()
+        self.n_items_ = actions.n_items
+        return actions
+
 
 class _FeatureFreeAgent(_BaseAgent):
     """An agent that only knows how many items there are."""
@@ -353,6 +459,33 @@ class _FeatureFreeAgent(_BaseAgent):
 
     def _n_items_from_params(self):
         return None if self.n_items is None else int(self.n_items)
+
+    def _known_dim(self):
+        if self._started():
+            return self.n_items_
+        return self._n_items_from_params()
+
+    def _pair_rows(self, pairs):
+        K = self.n_items_ if self._started() else self._n_items_from_params()
+        K = int(pairs.max()) + 1 if K is None else K
+        rows = np.zeros((len(pairs), K))
+        np.add.at(rows, (np.arange(len(pairs)), pairs[:, 0]), 1.0)
+        np.add.at(rows, (np.arange(len(pairs)), pairs[:, 1]), -1.0)
+        return rows
+
+    def _fit_rows(self, X, y):
+        # the Borda counts of one-hot duel rows e_i - e_j, for any real rows: each column k is an item,
+        # won where x_k > 0 and the first item won or x_k < 0 and it lost, weighted by |x_k|
+        played = np.abs(X).sum(axis=0)
+        advantage = (y - 0.5) @ X  # won - played / 2
+        self.n_items_ = X.shape[1]
+        return np.divide(advantage, played, out=np.zeros(X.shape[1]), where=played > 0)
+
+    def _borda_from_coef(self, coef):
+        return 0.5 + coef
+
+    def _refresh_coef(self):
+        self.coef_ = self.borda_scores_ - 0.5
 
 
 def _check_horizon(agent, what):

@@ -25,7 +25,7 @@ class UniformDueling(_FeatureFreeAgent):
     ----------
     n_items : int, default=None
         Number of items ``K``; :func:`simulate` takes it from the environment,
-        :meth:`fit` from the largest index in the duels when None.
+        :meth:`fit` from the width of the one-hot duel rows when None.
     random_state : int, RandomState instance or None, default=None
         Seeds the pairs (``random_state_``).
 
@@ -46,7 +46,11 @@ class UniformDueling(_FeatureFreeAgent):
     random_state_ : numpy.random.RandomState
         The agent's random stream.
     n_features_in_ : int
-        Number of columns of ``X`` (2).
+        Width of the duel rows: ``n_items_`` (one-hot rows ``e_i - e_j``).
+    classes_ : ndarray of shape (2,)
+        The two outcome labels (``[0, 1]`` online; the labels of ``y`` after :meth:`fit`).
+    coef_ : ndarray of shape (`n_features_in_`,)
+        The duel model ``B_hat - 1/2`` per item: ``P(i beats j) = 1/2 + coef_[i] - coef_[j]``.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Column names, when X had string column names.
 
@@ -102,7 +106,7 @@ class ETCBorda(_FeatureFreeAgent):
     ----------
     n_items : int, default=None
         Number of items ``K``; :func:`simulate` takes it from the environment,
-        :meth:`fit` from the largest index in the duels when None.
+        :meth:`fit` from the width of the one-hot duel rows when None.
     horizon : int, default=None
         The horizon ``T``, needed by ``n_explore="auto"``.
     n_explore : "auto" or int, default="auto"
@@ -134,7 +138,11 @@ class ETCBorda(_FeatureFreeAgent):
     random_state_ : numpy.random.RandomState
         The agent's random stream.
     n_features_in_ : int
-        Number of columns of ``X`` (2).
+        Width of the duel rows: ``n_items_`` (one-hot rows ``e_i - e_j``).
+    classes_ : ndarray of shape (2,)
+        The two outcome labels (``[0, 1]`` online; the labels of ``y`` after :meth:`fit`).
+    coef_ : ndarray of shape (`n_features_in_`,)
+        The duel model ``B_hat - 1/2`` per item: ``P(i beats j) = 1/2 + coef_[i] - coef_[j]``.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Column names, when X had string column names.
 
@@ -232,7 +240,7 @@ class DEXP3(_FeatureFreeAgent):
     ----------
     n_items : int, default=None
         Number of items ``K``; :func:`simulate` takes it from the environment,
-        :meth:`fit` from the largest index in the duels when None.
+        :meth:`fit` from the width of the one-hot duel rows when None.
     horizon : int, default=None
         The horizon ``T``, needed by ``eta="auto"``.
     eta : "auto" or float, default="auto"
@@ -271,7 +279,11 @@ class DEXP3(_FeatureFreeAgent):
     random_state_ : numpy.random.RandomState
         The agent's random stream.
     n_features_in_ : int
-        Number of columns of ``X`` (2).
+        Width of the duel rows: ``n_items_`` (one-hot rows ``e_i - e_j``).
+    classes_ : ndarray of shape (2,)
+        The two outcome labels (``[0, 1]`` online; the labels of ``y`` after :meth:`fit`).
+    coef_ : ndarray of shape (`n_features_in_`,)
+        The duel model ``B_hat - 1/2`` per item: ``P(i beats j) = 1/2 + coef_[i] - coef_[j]``.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Column names, when X had string column names.
 
@@ -284,7 +296,7 @@ class DEXP3(_FeatureFreeAgent):
     -----
     Algorithm 1 of Saha, Koren and Mansour (2021) as recalled: parameters
     ``eta = (log K)^{2/3} K^{-1/3} T^{-2/3}`` and ``gamma = sqrt(eta K)``;
-    the multipliers are ours. A batch given to :meth:`partial_fit` is treated
+    the multipliers are ours. A batch given to :meth:`update` is treated
     as drawn from the current ``q_t`` held fixed.
 
     References

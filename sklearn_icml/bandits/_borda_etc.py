@@ -4,10 +4,8 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.utils.validation import check_is_fitted
 
 from ..utils._sklearn_private import Interval, StrOptions
-from ..utils._torch import as_numpy
 from ._base import _check_horizon, _FeatureAgent
 from ._design import g_optimal_design
 from ._glm import fit_glm
@@ -32,8 +30,10 @@ class BordaETC(_FeatureAgent):
     allocated by a G-optimal design over the pair features (the paper's
     refinement phase), which spends no duels on uninformative pairs.
 
-    Duels are item-index pairs: ``X`` has the two items of each duel in its
-    columns and ``y`` is 1 where the first item won (see :meth:`fit`).
+    Online, duels are item-index pairs (:meth:`select`, :meth:`update`);
+    offline, :meth:`fit`, :meth:`predict_proba` and :meth:`score` take duel
+    rows ``phi_ij`` (:meth:`duel_rows` turns pairs into rows), as
+    :class:`PairwiseGLMClassifier` does.
 
     Parameters
     ----------
@@ -80,7 +80,8 @@ class BordaETC(_FeatureAgent):
     phase_ : {"explore", "commit"}
         Where the agent stands.
     coef_ : ndarray of shape (`n_features_`,)
-        The estimate ``theta_hat`` (zeros before the commit).
+        The GLM estimate ``theta_hat`` (zeros before the commit online; from
+        the logged duel rows after :meth:`fit`).
     n_iter_ : int
         Newton steps of the last GLM fit.
     borda_scores_ : ndarray of shape (`n_items_`,)
@@ -98,7 +99,9 @@ class BordaETC(_FeatureAgent):
     random_state_ : numpy.random.RandomState
         The agent's random stream.
     n_features_in_ : int
-        Number of columns of ``X`` (2).
+        Width of the duel rows (``n_features_``, or the columns of ``X`` given to :meth:`fit`).
+    classes_ : ndarray of shape (2,)
+        The two outcome labels (``[0, 1]`` online; the labels of ``y`` after :meth:`fit`).
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Column names, when X had string column names.
 
@@ -250,21 +253,13 @@ class BordaETC(_FeatureAgent):
             return np.full(self.n_items_, 0.5)
         return self._plugin_scores
 
-    def predict_proba(self, X):
-        """Estimated outcome probabilities ``mu(phi_ij . theta_hat)`` of duels.
+    # ---- the offline face --------------------------------------------------------------------
+    def _fit_rows(self, X, y):
+        theta, self.n_iter_, _ = fit_glm(X, y, link=self.link, alpha=self.alpha)
+        return theta
 
-        Parameters
-        ----------
-        X : array-like of shape (n_duels, 2)
-            Item indices ``(i, j)``.
+    def _rows_link(self):
+        return self.link
 
-        Returns
-        -------
-        proba : ndarray of shape (n_duels, 2)
-            Column 1 is the estimated probability that ``i`` beats ``j``.
-        """
-        check_is_fitted(self)
-        self.decision_function(X)  # validates X
-        X = np.asarray(as_numpy(X)).astype(np.intp)
-        p = get_link(self.link).proba(self._actions.rows(X[:, 0], X[:, 1]) @ self.coef_)
-        return np.column_stack([1.0 - p, p])
+    def _borda_from_coef(self, coef):
+        return self._known_actions().borda(coef, get_link(self.link))

@@ -39,8 +39,10 @@ class BordaEXP3(_FeatureAgent):
     item is ``O~((d log K)^{1/3} T^{2/3})``, even when ``theta_t`` changes
     adversarially (``p_ij^t = 1/2 + phi_ij . theta_t``).
 
-    Duels are item-index pairs: ``X`` has the two items of each duel in its
-    columns and ``y`` is 1 where the first item won.
+    Online, duels are item-index pairs (:meth:`select`, :meth:`update`);
+    offline, :meth:`fit`, :meth:`predict_proba` and :meth:`score` take duel
+    rows ``phi_ij`` (:meth:`duel_rows` turns pairs into rows), as
+    :class:`PairwiseGLMClassifier` does.
 
     Parameters
     ----------
@@ -85,7 +87,9 @@ class BordaEXP3(_FeatureAgent):
     sampling_proba_ : ndarray of shape (`n_items_`,)
         The current sampling distribution ``q_t``.
     coef_ : ndarray of shape (`n_features_`,)
-        The last estimate ``theta_hat_t`` (summed over the last batch).
+        The average of the per-round estimates ``theta_hat_t`` (online), or
+        the least-squares estimate from logged duel rows (:meth:`fit`); the
+        duel model is ``P(i beats j) = 1/2 + phi_ij . coef_``.
     borda_scores_ : ndarray of shape (`n_items_`,)
         Average estimated Borda scores, ``1/2 + cumulative_scores_ / n_duels_``.
     best_item_ : int
@@ -99,7 +103,9 @@ class BordaEXP3(_FeatureAgent):
     random_state_ : numpy.random.RandomState
         The agent's random stream.
     n_features_in_ : int
-        Number of columns of ``X`` (2).
+        Width of the duel rows (``n_features_``, or the columns of ``X`` given to :meth:`fit`).
+    classes_ : ndarray of shape (2,)
+        The two outcome labels (``[0, 1]`` online; the labels of ``y`` after :meth:`fit`).
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Column names, when X had string column names.
 
@@ -117,7 +123,7 @@ class BordaEXP3(_FeatureAgent):
     ``gamma_scale`` are ours (the theory constants are conservative at
     ``T <= 10^5``). The estimate uses the raw outcome ``r_t`` in {0, 1}; the
     Borda estimate is therefore shifted by 1/2, which exponential weights
-    ignore. A batch given to :meth:`partial_fit` (or :meth:`fit`) is treated
+    ignore. A batch given to :meth:`update` is treated
     as duels drawn from the current ``q_t`` held fixed (batched EXP3); for
     logged duels that were not drawn from ``q_t`` (e.g. uniform logs) the
     importance weights are then only approximately right.
@@ -180,7 +186,7 @@ class BordaEXP3(_FeatureAgent):
         self.gamma_ = min(1.0, gamma * self.gamma_scale)
         self.cumulative_scores_ = np.zeros(K)
         self.sampling_proba_ = np.full(K, 1.0 / K)
-        self.coef_ = np.zeros(d)
+        self._theta_sum = np.zeros(d)
         self._mean_rows = self._actions.mean_rows()
 
     def _select_pairs(self, n):
@@ -190,13 +196,25 @@ class BordaEXP3(_FeatureAgent):
     def _update_policy(self, pairs, outcomes):
         won = outcomes > 0
         if not won.any():
-            self.coef_ = np.zeros(self.n_features_)
             return
         Q = self._actions.second_moment(self.sampling_proba_)
         s = self._actions.rows(pairs[won, 0], pairs[won, 1]).sum(axis=0)
-        self.coef_ = np.linalg.solve(Q, s)
-        self.cumulative_scores_ += self._mean_rows @ self.coef_
+        theta_hat = np.linalg.solve(Q, s)  # the batch's sum of per-round estimates
+        self._theta_sum += theta_hat
+        self.cumulative_scores_ += self._mean_rows @ theta_hat
         self.sampling_proba_ = _exp_weights(self.cumulative_scores_, self.eta_, self.gamma_)
+
+    # ---- the offline face --------------------------------------------------------------------
+    def _fit_rows(self, X, y):
+        # the estimate theta_hat = Q^{-1} mean(phi (r - 1/2)) with the log's own second moment Q in place of
+        # the sampling design's (the minimum-norm least-squares solution of the linear model)
+        return np.linalg.lstsq(X, y - 0.5, rcond=None)[0]
+
+    def _borda_from_coef(self, coef):
+        return 0.5 + self._known_actions().mean_rows() @ coef
+
+    def _refresh_coef(self):
+        self.coef_ = self._theta_sum / self.n_duels_ if self.n_duels_ else np.zeros(self.n_features_)
 
     def _borda_estimate(self):
         if self.n_duels_ == 0:
@@ -216,7 +234,7 @@ class BordaEXP3(_FeatureAgent):
         S, q, mean_rows = self.cumulative_scores_.copy(), self.sampling_proba_, self._mean_rows
         eta, gamma, last = self.eta_, self.gamma_, len(q) - 1
         c = np.cumsum(q)
-        theta_hat = self.coef_
+        theta_sum = self._theta_sum.copy()
         for t in range(n_rounds):
             i = min(int(c.searchsorted(U[t, 0] * c[-1], side="right")), last)
             j = min(int(c.searchsorted(U[t, 1] * c[-1], side="right")), last)
@@ -225,12 +243,11 @@ class BordaEXP3(_FeatureAgent):
             if V[t] < P[phases[t], i, j]:
                 outcomes[t] = 1.0
                 theta_hat = np.linalg.solve(actions.second_moment(q), actions.row(i, j))
+                theta_sum += theta_hat
                 S += mean_rows @ theta_hat
                 q = _exp_weights(S, eta, gamma)
                 c = np.cumsum(q)
-            else:
-                theta_hat = np.zeros_like(theta_hat)
-        self.coef_ = theta_hat
+        self._theta_sum = theta_sum
         self.cumulative_scores_, self.sampling_proba_ = S, q
         self._record(pairs, outcomes)
         self._refresh()

@@ -182,10 +182,11 @@ def simulation_scorer(env, horizon, *, n_repeats=1, random_state=0, normalize=Fa
     >>> from sklearn.model_selection import GridSearchCV
     >>> from sklearn_icml.bandits import BordaETC, GLMDuelingEnv, simulation_scorer
     >>> env = GLMDuelingEnv.hard_instance(d=3, random_state=0)
-    >>> X, y = env.sample_duels(40, random_state=0)
-    >>> search = GridSearchCV(BordaETC(**env.action_set, horizon=3000), {"c_explore": [0.1, 1.0]},
-    ...                       scoring=simulation_scorer(env, 3000, n_repeats=2), cv=2).fit(X, y)
-    >>> search.best_params_
+    >>> agent = BordaETC(**env.action_set, horizon=3000)
+    >>> pairs, y = env.sample_duels(40, random_state=0)  # the folds only satisfy the API
+    >>> search = GridSearchCV(agent, {"c_explore": [0.1, 1.0]},
+    ...                       scoring=simulation_scorer(env, 3000, n_repeats=2), cv=2)
+    >>> search.fit(agent.duel_rows(pairs), y).best_params_
     {'c_explore': 1.0}
     """
     return _SimulationScorer(env, int(horizon), int(n_repeats), random_state, normalize)
