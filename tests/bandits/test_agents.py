@@ -333,3 +333,41 @@ def test_errors(hard):
         BordaETC(**hard.action_set, exploration="optimal").select()
     with pytest.raises(ValueError, match="antisymmetric"):
         BordaEXP3(pair_features=np.ones((3, 3, 2)), horizon=5).select()
+
+
+# ---- BordaEXP3's constants ---------------------------------------------------------------------------------
+def test_bexp3_tuned_constants_are_the_documented_multipliers_of_the_theory_formulas():
+    env = GLMDuelingEnv.random_instance(n_items=32, n_features=4, link="logistic", random_state=0)
+    T, K, d = 10_000, 32, 4
+    theory = BordaEXP3(**env.action_set, horizon=T)
+    tuned = BordaEXP3(**env.action_set, horizon=T, constants="tuned")
+    theory.select()
+    tuned.select()
+    # the formulas, from the definitions: lambda_0 of the uniform design, eta, gamma
+    phi = env.pair_features.reshape(-1, d)
+    lambda0 = np.linalg.eigvalsh(phi.T @ phi / K ** 2)[0]
+    eta = np.log(K) ** (2 / 3) * d ** (-1 / 3) * T ** (-2 / 3)
+    assert theory.lambda0_ == pytest.approx(lambda0)
+    assert theory.eta_ == pytest.approx(eta) and theory.gamma_ == pytest.approx(np.sqrt(eta * d / lambda0))
+    assert tuned.eta_ == pytest.approx(10 * eta)
+    assert tuned.gamma_ == pytest.approx(0.3 * np.sqrt(10 * eta * d / lambda0))
+    # multipliers act on top, and explicit eta / gamma are left alone
+    both = BordaEXP3(**env.action_set, horizon=T, constants="tuned", eta_scale=2.0)
+    both.select()
+    assert both.eta_ == pytest.approx(20 * eta)
+    explicit = BordaEXP3(**env.action_set, eta=0.01, gamma=0.2, constants="tuned")
+    explicit.select()
+    assert (explicit.eta_, explicit.gamma_) == (0.01, 0.2)
+    # why the theory constants are loose here: the exponent eta T (B* - mean B) stays small
+    B = env.borda_scores()
+    assert eta * T * (B.max() - B.mean()) < 3.5
+
+
+def test_bexp3_tuned_constants_beat_the_theory_constants_on_the_random_logistic_instance():
+    env = GLMDuelingEnv.random_instance(n_items=32, n_features=4, link="logistic", random_state=0)
+    T = 5000
+    regret = {name: np.mean([simulate(agent, env, T, random_state=s).regret[-1] for s in range(2)])
+              for name, agent in [("theory", BordaEXP3()), ("tuned", BordaEXP3(constants="tuned")),
+                                  ("uniform", UniformDueling())]}
+    assert regret["theory"] > 0.7 * regret["uniform"]  # the loose constants stay near uniform play
+    assert regret["tuned"] <= 0.6 * regret["uniform"]
