@@ -62,7 +62,8 @@ class GLMDuelingEnv:
 
     This is a simulator, not an estimator: agents (:class:`BordaETC`,
     :class:`BordaEXP3`, ...) play against it through :func:`simulate`, and
-    :meth:`sample_duels` logs uniformly random duels for offline fits.
+    :meth:`sample_duels` logs uniformly random duels (item-index pairs, which
+    an agent's ``duel_rows`` turns into the rows of its offline ``fit``).
 
     Parameters
     ----------
@@ -476,7 +477,8 @@ class GLMDuelingEnv:
         Returns
         -------
         X : ndarray of shape (n_duels, 2)
-            Item indices ``(i, j)`` of each duel.
+            Item indices ``(i, j)`` of each duel (an agent's
+            ``duel_rows(X)`` gives the duel rows its ``fit`` takes).
         y : ndarray of shape (n_duels,)
             1 where ``i`` won, 0 otherwise.
         """
