@@ -356,10 +356,9 @@ class PrivateEvolution(BaseEstimator):
 
     def _ledger(self, sigma, m, eps):
         T = int(self.n_iterations)
-        # T Gaussian rounds of std sigma*m on sensitivity m are exactly one Gaussian release of std sigma*m/sqrt(T)
-        return ledger_entry(f"{T} noisy nearest-neighbour histograms ({self.accountant} composition)", "gaussian",
-                            sensitivity=m, scale=self.noise_inflation * sigma * m / np.sqrt(T), epsilon=float(eps),
-                            delta=float(self.delta), count=1)
+        return ledger_entry(f"{T} noisy nearest-neighbour histograms", "gaussian", sensitivity=m,
+                            scale=self.noise_inflation * sigma * m, epsilon=float(eps), delta=float(self.delta),
+                            count=T, accountant=self.accountant)
 
     def _evolve(self, private, pool, noise_unit, rng, device, label):
         n, T = int(self.n_synthetic), int(self.n_iterations)

@@ -95,14 +95,17 @@ def split_budget(total, shares, spent=()):
 @validate_params(
     {"label": [str], "mechanism": [StrOptions(set(_MECHANISMS))], "epsilon": _SPEND,
      "sensitivity": POSITIVE + [None], "scale": POSITIVE + [None], "delta": DELTA,
-     "count": [Interval(Integral, 1, None, closed="left")]},
+     "count": [Interval(Integral, 1, None, closed="left")],
+     "accountant": [StrOptions({"basic", "pld", "rdp"})]},
     prefer_skip_nested_validation=True,
 )
-def ledger_entry(label, mechanism, *, epsilon, sensitivity=None, scale=None, delta=0.0, count=1):
+def ledger_entry(label, mechanism, *, epsilon, sensitivity=None, scale=None, delta=0.0, count=1,
+                 accountant="basic"):
     """One ledger entry (a plain dict), checked for consistency.
 
-    The check: ``count`` releases of the noise ``scale`` on a query of
-    this ``sensitivity`` must each be ``(epsilon / count, delta / count)``-DP
+    The check (``accountant="basic"``): ``count`` releases of the noise
+    ``scale`` on a query of this ``sensitivity`` must each be
+    ``(epsilon / count, delta / count)``-DP
     (Laplace and geometric: ``scale >= sensitivity * count / epsilon``;
     Gaussian: the analytic condition of :func:`gaussian_delta`; exponential
     mechanism on a utility of the given sensitivity with monotone utilities:
@@ -130,6 +133,13 @@ def ledger_entry(label, mechanism, *, epsilon, sensitivity=None, scale=None, del
         Total delta of the ``count`` releases.
     count : int, default=1
         Number of releases composed sequentially.
+    accountant : {"basic", "pld", "rdp"}, default="basic"
+        How the ``count`` releases were composed. "basic" adds their
+        epsilons (the check above); "pld" and "rdp" (Gaussian only) compose
+        them with :func:`gaussian_rounds_epsilon`, and the check is that the
+        composed epsilon of ``count`` releases of noise multiplier
+        ``scale / sensitivity`` at ``delta`` is at most ``epsilon`` (Private
+        Evolution's rounds). The entry records the accountant.
 
     Returns
     -------
@@ -147,8 +157,21 @@ def ledger_entry(label, mechanism, *, epsilon, sensitivity=None, scale=None, del
     additive = mechanism != "local_hashing"
     if additive and (sensitivity is None or scale is None):
         raise ValueError(f"a {mechanism} ledger entry needs its sensitivity and noise scale.")
+    if accountant not in ("basic", "pld", "rdp"):
+        raise ValueError(f"ledger_entry: accountant must be 'basic', 'pld' or 'rdp'; got {accountant!r}.")
     per_eps, per_delta = epsilon / count, delta / count
-    if additive:
+    if accountant != "basic":
+        if mechanism != "gaussian" or not delta > 0:
+            raise ValueError(f"ledger_entry: accountant={accountant!r} composes Gaussian releases with delta > 0; "
+                             f"got mechanism={mechanism!r}, delta={delta!r}.")
+        from ._rounds import gaussian_rounds_epsilon
+
+        composed = gaussian_rounds_epsilon(scale / sensitivity, int(count), delta, accountant=accountant)
+        if composed > epsilon * (1 + 1e-9):
+            raise ValueError(f"ledger_entry: {count} Gaussian releases of noise multiplier {scale / sensitivity!r} "
+                             f"compose ({accountant}) to epsilon={composed!r} > {epsilon!r}; the entry would "
+                             "understate its cost.")
+    elif additive:
         if per_eps == 0:
             raise ValueError(f"ledger_entry: epsilon must be positive for a {mechanism} entry; got {epsilon!r}.")
         if mechanism == "gaussian":
@@ -167,7 +190,7 @@ def ledger_entry(label, mechanism, *, epsilon, sensitivity=None, scale=None, del
     return {"label": str(label), "mechanism": mechanism,
             "sensitivity": float(sensitivity) if additive else None,
             "scale": float(scale) if additive else None,
-            "count": int(count), "epsilon": float(epsilon), "delta": float(delta)}
+            "count": int(count), "epsilon": float(epsilon), "delta": float(delta), "accountant": accountant}
 
 
 class Accountant:

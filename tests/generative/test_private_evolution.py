@@ -117,8 +117,17 @@ def test_ledger_and_budget():
     assert pe.epsilon_spent_ <= 2.0 and pe.epsilon_spent_ == pytest.approx(2.0, rel=0.01)
     assert pe.delta_spent_ == 1e-5
     (entry,) = pe.privacy_ledger_
-    # the ledger's single Gaussian (std sigma*m/sqrt(T) on sensitivity m) composes to the same epsilon
-    assert _analytic_gaussian_epsilon(entry["sensitivity"] / entry["scale"], 1e-5) <= pe.epsilon_spent_ + 1e-3
+    assert entry["count"] == 4 and entry["accountant"] == "pld"
+    # T Gaussian releases of std sigma*m on sensitivity m are one Gaussian of sigma/sqrt(T): the exact epsilon
+    exact = _analytic_gaussian_epsilon(np.sqrt(4) * entry["sensitivity"] / entry["scale"], 1e-5)
+    assert exact <= pe.epsilon_spent_ + 1e-3
+    from sklearn_icml.privacy import Accountant, ledger_entry
+
+    assert Accountant(epsilon=2.0).add(pe).total[0] == pytest.approx(pe.epsilon_spent_)
+    # a ledger entry that understates its composition is refused
+    with pytest.raises(ValueError, match="understate"):
+        ledger_entry("rounds", "gaussian", sensitivity=1.0, scale=entry["scale"] / 2, epsilon=pe.epsilon_spent_,
+                     delta=1e-5, count=4, accountant="pld")
     assert len(pe.histograms_) == 4 and all(h.shape == (30,) and (h >= 0).all() for h in pe.histograms_)
 
 
