@@ -56,9 +56,6 @@ class _BaseAgent(ClassifierMixin, BaseEstimator):
         """How many more rounds the policy stays fixed whatever the outcomes (at least 1)."""
         return 1
 
-    def _finish_offline(self):
-        """End of :meth:`fit` on logged duels (e.g. commit to the estimated Borda winner)."""
-
     def _borda_estimate(self):
         """Current estimate of the Borda scores, shape (n_items,)."""
         return np.divide(self._won, self._played, out=np.full(self.n_items_, 0.5), where=self._played > 0)
@@ -489,8 +486,6 @@ class _FeatureFreeAgent(_BaseAgent):
 
 
 def _check_horizon(agent, what):
-    if agent.horizon is None and getattr(agent, "_offline_horizon", None) is not None:
-        return agent._offline_horizon  # fit on logged duels: the log's length stands in for T
     if agent.horizon is None:
         raise ValueError(f"{type(agent).__name__} needs the horizon T for {what}: set horizon=T (simulate() sets "
                          "it from its own horizon argument when the agent has none).")

@@ -211,9 +211,6 @@ class ETCBorda(_FeatureFreeAgent):
         if self.phase_ == "explore" and self.n_duels_ >= self.n_explore_:
             self._commit()
 
-    def _finish_offline(self):
-        self._commit()
-
     def _commit(self):
         self._committed_scores = self._borda_estimate()
         self.phase_ = "commit"

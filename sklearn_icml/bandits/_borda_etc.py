@@ -124,9 +124,10 @@ class BordaETC(_FeatureAgent):
     by largest-remainder rounding of ``N pi``, each spread uniformly over the
     pairs sharing a feature vector, in random order), instead of the paper's
     ``ceil(d pi / epsilon^2)`` counts; ``"auto"`` uses ``c = 1`` without the
-    logarithmic and ``1/kappa`` factors of the theory. In :meth:`fit` (offline)
-    the agent commits on whatever duels it is given; online, it commits as
-    soon as ``n_explore`` duels have been reported.
+    logarithmic and ``1/kappa`` factors of the theory. :meth:`fit` (offline) is
+    the GLM estimate on the logged duel rows (with the plug-in Borda scores
+    when the agent knows its items); online, the agent commits as soon as
+    ``n_explore`` duels have been reported.
 
     References
     ----------
@@ -233,9 +234,6 @@ class BordaETC(_FeatureAgent):
     def _update_policy(self, pairs, outcomes):
         if self.phase_ == "explore" and self.n_duels_ >= self.n_explore_:
             self._commit()
-
-    def _finish_offline(self):
-        self._commit()
 
     def _commit(self):
         i, j = np.nonzero(self.duel_counts_)
