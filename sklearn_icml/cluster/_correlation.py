@@ -11,6 +11,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
+from ..utils._random import draw_seeds
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context, validate_params
 from ..utils._torch import as_numpy
 from ._signed_graph import (
@@ -114,6 +115,8 @@ def _pivot_run(A, seed):
 
 class CorrelationClustering(_SignedGraphMixin, ClusterMixin, BaseEstimator):
     """Correlation clustering of a signed graph: the Agreement algorithm or Pivot (KwikCluster).
+
+    Read more in the :ref:`User Guide <correlation_clustering>`.
 
     Correlation clustering partitions the vertices of a complete signed graph
     so as to minimise the disagreements: '+' edges between clusters plus '−'
@@ -308,7 +311,7 @@ class CorrelationClustering(_SignedGraphMixin, ClusterMixin, BaseEstimator):
         elif self.method == "agreement":
             labels, light = agreement_labels(A, self.beta, self.lam)
         else:
-            seeds = check_random_state(self.random_state).randint(np.iinfo(np.int32).max, size=self.n_runs)
+            seeds = draw_seeds(self.random_state, self.n_runs)
             runs = Parallel(n_jobs=self.n_jobs)(delayed(_pivot_run)(A, s) for s in seeds)
             labels = min(runs, key=lambda r: r[0])[1]
             light = np.zeros(A.shape[0], dtype=bool)

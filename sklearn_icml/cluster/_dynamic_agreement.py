@@ -13,18 +13,18 @@ that estimator.
 """
 
 import math
-import random
 
 import numpy as np
 import scipy.sparse as sp
 
+from ..utils._random import SEED_MAX
 from ._signed_graph import agreement_state, components
-from ._vertex_stream import VertexStream
+from ._vertex_stream import StreamState
 
 __all__ = ["DynamicAgreement"]
 
 
-class DynamicAgreement:
+class DynamicAgreement(StreamState):
     """State of Dynamic Agreement on a vertex stream.
 
     Parameters
@@ -32,7 +32,8 @@ class DynamicAgreement:
     beta, lam, n_samples, anchor_rate, drift, notify_hops, exact
         As in :class:`~sklearn_icml.cluster.DynamicCorrelationClustering`.
     seed : int
-        Seeds every random choice (one :class:`random.Random`).
+        Seeds every random choice (see ``StreamState``); the vectorised
+        draws of :meth:`load` come from a ``RandomState`` seeded from it.
     """
 
     def __init__(self, *, beta, lam, n_samples, anchor_rate, drift, notify_hops, exact, seed):
@@ -43,17 +44,13 @@ class DynamicAgreement:
         self.drift = drift
         self.notify_hops = notify_hops
         self.exact = exact
-        self.rng = random.Random(seed)
-        self.graph = VertexStream(self.rng)
+        super().__init__(seed)
         self.heavy = []
         self.anchor = []
         self.coin = []
         self.d0 = []  # degree at the last evaluation
         self.links = []  # anchors this vertex is linked to in H
         self.anchor_nbrs = []  # anchors known to be adjacent
-        self.n_updates = 0
-        self.n_load_queries = 0
-        self._labels = None
 
     # -- sizes and sampling rates ----------------------------------------------------------------
     def _samples(self):
@@ -83,7 +80,7 @@ class DynamicAgreement:
         deg = np.diff(A.indptr)
         self.n_load_queries = int(deg.sum() + np.sum(deg.astype(np.int64) ** 2))
         heavy = ~light
-        rng = np.random.RandomState(self.rng.randrange(2**31 - 1))
+        rng = np.random.RandomState(self.rng.randrange(SEED_MAX))
         coin = rng.random_sample(n)
         if self.exact:
             anchor = heavy.copy()
@@ -310,20 +307,9 @@ class DynamicAgreement:
         else:
             self._notify(nbrs)
 
-    def delete_random(self):
-        """Delete a uniformly random alive vertex; returns its id."""
-        v = self.graph.random_alive()
-        self.delete(v)
-        return v
-
     # -- output ----------------------------------------------------------------------------------
-    def labels(self):
-        """Connected components of H over the alive vertices; -1 for deleted ids (cached until an update)."""
-        if self._labels is None:
-            self._labels = self._compute_labels()
-        return self._labels
-
     def _compute_labels(self):
+        """Connected components of H over the alive vertices; -1 for deleted ids."""
         g = self.graph
         n_seen = g.n_seen
         labels = np.full(n_seen, -1, dtype=np.int64)

@@ -30,6 +30,8 @@ __all__ = ["DynamicCorrelationClustering"]
 class DynamicCorrelationClustering(_SignedGraphMixin, ClusterMixin, BaseEstimator):
     """Correlation clustering of a vertex stream: the Dynamic Agreement algorithm.
 
+    Read more in the :ref:`User Guide <correlation_clustering>`.
+
     Vertices arrive one at a time with their '+' edges to the vertices already
     there (``partial_fit``) and leave (``delete``, or ``delete_random``, the
     paper's model of uniformly random deletions); every other pair is '−'.

@@ -9,6 +9,8 @@ Mettu and Plaxton, Machine Learning 2004).
 import numpy as np
 from sklearn.cluster import KMeans
 
+from ..utils._random import draw_seed
+
 __all__ = ["bicriteria_to_k", "mettu_plaxton", "nearest"]
 
 
@@ -133,5 +135,5 @@ def bicriteria_to_k(hist, n_clusters, max_centers, cube, n_init, rng):
         S, w = pool[first], weights[first]
     if len(S) == k:
         return S, bicriteria, n_tried
-    km = KMeans(n_clusters=k, n_init=n_init, random_state=rng.randint(np.iinfo(np.int32).max))
+    km = KMeans(n_clusters=k, n_init=n_init, random_state=draw_seed(rng))
     return km.fit(S, sample_weight=w).cluster_centers_, bicriteria, n_tried

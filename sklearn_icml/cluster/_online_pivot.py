@@ -12,36 +12,30 @@ partition can differ from Pivot recomputed on the current graph (a deleted
 pivot's ``O(cluster)`` repair is the cost the online peer pays).
 """
 
-import random
-
 import numpy as np
 import scipy.sparse as sp
 
 from ._signed_graph import canonical_labels, pivot_labels
-from ._vertex_stream import VertexStream
+from ._vertex_stream import StreamState
 
 __all__ = ["OnlinePivot"]
 
 
-class OnlinePivot:
+class OnlinePivot(StreamState):
     """State of online Pivot on a vertex stream (same interface as ``DynamicAgreement``).
 
     Parameters
     ----------
     seed : int
-        Seeds the random deletions.
+        Seeds the random deletions (see ``StreamState``).
     """
 
     exact = False
 
     def __init__(self, *, seed):
-        self.rng = random.Random(seed)
-        self.graph = VertexStream(self.rng)
+        super().__init__(seed)
         self.pivot_of = []  # pivot of each vertex (itself for a pivot), -1 once deleted
         self.members = {}  # pivot -> set of its cluster's vertices
-        self.n_updates = 0
-        self.n_load_queries = 0
-        self._labels = None
 
     @property
     def anchor(self):
@@ -101,16 +95,9 @@ class OnlinePivot:
         for u in orphans:
             self._place(u)
 
-    def delete_random(self):
-        v = self.graph.random_alive()
-        self.delete(v)
-        return v
-
-    def labels(self):
-        if self._labels is None:
-            labels = np.full(self.graph.n_seen, -1, dtype=np.int64)
-            alive = self.graph.alive_ids()
-            if alive.size:
-                labels[alive] = canonical_labels(np.asarray(self.pivot_of, dtype=np.int64)[alive])
-            self._labels = labels
-        return self._labels
+    def _compute_labels(self):
+        labels = np.full(self.graph.n_seen, -1, dtype=np.int64)
+        alive = self.graph.alive_ids()
+        if alive.size:
+            labels[alive] = canonical_labels(np.asarray(self.pivot_of, dtype=np.int64)[alive])
+        return labels

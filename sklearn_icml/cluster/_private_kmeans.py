@@ -25,6 +25,7 @@ from ..privacy import (
     private_quadtree_histogram,
     split_budget,
 )
+from ..utils._random import SEED_MAX
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device
 from ._mettu_plaxton import bicriteria_to_k, nearest
@@ -786,7 +787,7 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         L = self._levels(n_hat, self.n_components_, self.epsilon)
         self.n_levels_ = L
         seed = int(rng.randint(0, 2 ** 63, dtype=np.int64))
-        self._step_seed = int(rng.randint(np.iinfo(np.int32).max // 2))
+        self._step_seed = int(rng.randint(SEED_MAX // 2))  # room to add the step count
         stream = ContinualQuadtreeHistogram(
             self.n_components_, L, self.max_steps, eps_tree, seed, sums=True, sum_epsilon=eps_sum,
             sum_delta=self.delta, sum_sensitivity=geometry.radius, sum_l1_sensitivity=float(geometry.half.sum()))

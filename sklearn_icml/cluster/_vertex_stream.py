@@ -11,10 +11,12 @@ paper's degree, random-neighbour and adjacency queries and each adds one to
 update itself and is not a query.
 """
 
+import random
+
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["VertexStream"]
+__all__ = ["StreamState", "VertexStream"]
 
 
 class VertexStream:
@@ -111,3 +113,39 @@ class VertexStream:
     def adjacent(self, u, v):
         self.n_queries += 1
         return v in self.pos[u]
+
+
+class StreamState:
+    """What the dynamic states share: the seeded stream, the random deletion and the cached labels.
+
+    Subclasses implement ``delete(v)`` and ``_compute_labels()`` and reset
+    ``_labels`` to None on every update.
+
+    Parameters
+    ----------
+    seed : int
+        Seeds every random choice (drawn by the estimator with
+        ``utils._random.draw_seed``). The per-query draws come from one
+        :class:`random.Random`: a scalar draw there costs a small fraction of a
+        scalar :class:`numpy.random.RandomState` draw, and the update path
+        makes one per random-neighbour query.
+    """
+
+    def __init__(self, seed):
+        self.rng = random.Random(seed)
+        self.graph = VertexStream(self.rng)
+        self.n_updates = 0
+        self.n_load_queries = 0
+        self._labels = None
+
+    def delete_random(self):
+        """Delete a uniformly random alive vertex; returns its id."""
+        v = self.graph.random_alive()
+        self.delete(v)
+        return v
+
+    def labels(self):
+        """Cluster label of every vertex id seen, -1 for deleted ids (cached until an update)."""
+        if self._labels is None:
+            self._labels = self._compute_labels()
+        return self._labels

@@ -57,6 +57,8 @@ def _battle_arrays(name, X, y=None):
 class ActivePairSampler:
     """Choose which pair of competitors to compare next (Chatbot Arena, Eq. 9).
 
+    Read more in the :ref:`User Guide <ranking>`.
+
     Each unordered pair ``a`` is sampled with probability proportional to the
     reduction in its confidence-interval width that one more vote brings,
     ``sqrt(var_a / n_a) - sqrt(var_a / (n_a + 1))``, where ``n_a`` counts the

@@ -36,6 +36,8 @@ _VALUES = np.array([0.0, 0.5, 1.0])
 class RaterAnomalyDetector:
     """Flag voters whose votes are unlikely under the vote history (Chatbot Arena, Section 5.1).
 
+    Read more in the :ref:`User Guide <ranking>`.
+
     Fitted on the history of votes, the detector gives every new vote on a
     pair a p-value against the historical votes on the same pair, and tests
     each voter (group) by combining the p-values of its first ``j`` votes

@@ -9,10 +9,10 @@ from joblib import effective_n_jobs
 from scipy import stats
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_random_state
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..utils._random import draw_seeds
 from ..utils._sklearn_private import Interval, StrOptions, _check_sample_weight, _fit_context
 from ..utils._torch import as_numpy
 from . import _bt_solver
@@ -46,6 +46,8 @@ def _check_unknown(name, codes, ids, handle_unknown):
 
 class BradleyTerryRanker(ClassifierMixin, BaseEstimator):
     """Bradley-Terry ratings from pairwise battles, with sandwich or bootstrap intervals.
+
+    Read more in the :ref:`User Guide <ranking>`.
 
     The statistical core of Chatbot Arena: each battle between a first and a
     second competitor is a logistic-regression observation,
@@ -383,8 +385,7 @@ class BradleyTerryRanker(ClassifierMixin, BaseEstimator):
         return xi[code], code
 
     def _bootstrap(self, buckets, theta, M, origin, factor, base_rating):
-        rng = check_random_state(self.random_state)
-        seeds = rng.randint(np.iinfo(np.int32).max, size=self.n_bootstrap)
+        seeds = draw_seeds(self.random_state, self.n_bootstrap)
         n_chunks = min(self.n_bootstrap, max(1, effective_n_jobs(self.n_jobs)))
         chunks = np.array_split(seeds, n_chunks)
         n_draws = max(1, int(round(buckets.freq.sum())))

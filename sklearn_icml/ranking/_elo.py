@@ -48,6 +48,8 @@ def _elo_pass(ratings, a, b, score, k, scale, base):
 class EloRater(ClassifierMixin, BaseEstimator):
     """Online Elo ratings from a stream of pairwise battles.
 
+    Read more in the :ref:`User Guide <ranking>`.
+
     Each battle, in row order, moves the two ratings by ``k * (S - E)``, where
     ``S`` is the first competitor's result (1, 0.5 for a tie, 0) and
     ``E = 1 / (1 + base ** ((R_second - R_first) / scale))`` its expected

@@ -29,6 +29,8 @@ def _shape_key(value):
 class ScalingLawRegressor(RegressorMixin, BaseEstimator):
     """Loss as a function of compute, ``E = a (C + d)^-b + c``, one law per model shape.
 
+    Read more in the :ref:`User Guide <scaling>`.
+
     Fits the per-shape scaling laws of Anagnostidis et al. (2024) the way
     Chinchilla fits its laws: compute rescaled by its median, a Huber loss on
     log residuals, box bounds on the exponent, the offset and the asymptote,

@@ -9,6 +9,7 @@ from numbers import Integral
 
 import numpy as np
 
+from ..utils._random import SEED_MAX
 from ..utils._torch import torch_generator
 
 __all__ = ["resize_input_resolution", "widen_mlp"]
@@ -77,7 +78,7 @@ def widen_mlp(model, width, *, method="fresh", init_scale=1.0, random_state=None
         raise ValueError(f"widen_mlp: width must be one int or one per hidden layer, each at least the current "
                          f"widths {hidden}; got {width!r}.")
     gen = torch_generator(random_state)
-    rng = np.random.RandomState(int(torch.randint(2 ** 31 - 1, (1,), generator=gen)))
+    rng = np.random.RandomState(int(torch.randint(SEED_MAX, (1,), generator=gen)))
     wider = copy.deepcopy(model)
     in_map, in_frac = None, None  # for the previous layer's units: source unit and share of its outgoing weight
     for pos, i in enumerate(idx):

@@ -52,6 +52,8 @@ def _integrate_marginal(p, lo, hi):
 class AdaptiveShapeScheduler(BaseEstimator):
     """Schedule of model shapes that reaches a target loss with the least compute, from per-shape scaling laws.
 
+    Read more in the :ref:`User Guide <scaling>`.
+
     A model whose shape can change during training (patch size, width,
     context length) can, at every loss level ``E``, train in the shape that
     needs the least compute per unit of loss decrease, ``min_P |dC_P/dE|``:
