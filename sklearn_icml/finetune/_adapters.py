@@ -113,6 +113,8 @@ class _AdapterLinear(nn.Module):
 class LoRALinear(_AdapterLinear):
     """Low-rank adapter around a frozen ``nn.Linear``: ``y = W0 x + b + s B A x``.
 
+    Read more in the :ref:`User Guide <finetune>`.
+
     The baseline of DoRA, built exactly like :class:`DoRALinear` (same
     initialisation of ``A`` and ``B``, same scaling, same dropout) so that the
     two compare fairly.
@@ -198,6 +200,8 @@ class LoRALinear(_AdapterLinear):
 
 class DoRALinear(_AdapterLinear):
     """Weight-decomposed low-rank adapter (DoRA) around a frozen ``nn.Linear``.
+
+    Read more in the :ref:`User Guide <finetune>`.
 
     The adapted weight is ``W' = m * V / ||V||_row`` with ``V = W0 + s B A``:
     the low-rank update moves the direction, the vector ``m`` (one entry per

@@ -40,6 +40,8 @@ _DEFAULT_METHODS = ("saliency", "input_x_gradient", "integrated_gradients", "smo
 class AttributionCombiner(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Optimal convex combination of feature attributions, per input.
 
+    Read more in the :ref:`User Guide <inspection>`.
+
     For each input ``x``, the base attribution maps ``phi_1(x), ..., phi_k(x)``
     (saliency, integrated gradients, SmoothGrad, ablation, ...) are normalised
     and combined with the weights ``w`` of the probability simplex that

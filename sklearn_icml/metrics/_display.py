@@ -19,6 +19,8 @@ def _pyplot(caller):
 class LSReliabilityDisplay:
     """Smooth reliability diagram of LS-ECE, plotted beside the binned diagram.
 
+    Read more in the :ref:`User Guide <metrics>`.
+
     Build it with :meth:`from_estimator` or :meth:`from_predictions`; like
     scikit-learn's :class:`~sklearn.calibration.CalibrationDisplay`, the
     constructor only stores precomputed values and :meth:`plot` draws them.

@@ -36,6 +36,8 @@ def dyadic_prefix(t):
 class ContinualQuadtreeHistogram:
     """Quadtree cell counts (and optional cell sums) under continual observation.
 
+    Read more in the :ref:`User Guide <privacy>`.
+
     Batches of records arrive one per time step (:meth:`add_step`); after any
     step, the noisy prefix count of *any* cell at any level can be read
     (:meth:`counts`), and :meth:`grow` releases a pruned tree like

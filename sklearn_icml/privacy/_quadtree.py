@@ -40,6 +40,8 @@ __all__ = ["QuadtreeHistogram", "central_count_fn", "grow_tree", "private_quadtr
 class QuadtreeHistogram:
     """The released part of a private quadtree histogram.
 
+    Read more in the :ref:`User Guide <privacy>`.
+
     Every released cell has a level (1 = the ``2**d`` children of the root),
     integer coordinates at that level, a noisy count and a flag saying whether
     it was heavy (noisy count at least the threshold, hence expanded). All of

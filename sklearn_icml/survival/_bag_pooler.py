@@ -13,6 +13,8 @@ __all__ = ["BagPooler"]
 class BagPooler(TransformerMixin, BaseEstimator):
     """Pool each bag of instances into one vector: mean, max, or mean and standard deviation.
 
+    Read more in the :ref:`User Guide <survival>`.
+
     The baseline of multiple-instance learning: a bag's instances are averaged
     (or max-pooled) into a single feature vector, which any scikit-learn
     estimator then takes. It cannot tell apart bags whose means agree, which

@@ -48,6 +48,8 @@ def _cox_train_step(alpha, n_total, linear_scale, presorted=False):
 class CoxSurvival(SurvivalMixin, BaseEstimator):
     """Cox proportional-hazards model with a linear or MLP log-risk, fitted in torch.
 
+    Read more in the :ref:`User Guide <survival>`.
+
     The log-risk ``eta(x)`` is linear (``hidden_layer_sizes=()``, the classic
     Cox model) or a multilayer perceptron (DeepSurv-style). It maximises the
     exact Cox partial likelihood on the raw event times, with Breslow's

@@ -14,6 +14,8 @@ __all__ = ["PathwayEncoder"]
 class PathwayEncoder(TransformerMixin, BaseEstimator):
     """Encode gene expression per biological pathway: z-score on train, then one summary per pathway.
 
+    Read more in the :ref:`User Guide <survival>`.
+
     MMP (Song et al., 2024) tokenises transcriptomics by pathway: genes are
     standardised with statistics of the training split, and each pathway's
     genes (for example the 50 MSigDB Hallmarks) become one token. This

@@ -58,6 +58,8 @@ def map_em(x, mask, prototypes, prior_var, tau, n_iter):
 class PrototypeEncoder(TransformerMixin, BaseEstimator):
     """Condense each bag of instances onto cohort prototypes: per-bag mixture weights, means and variances.
 
+    Read more in the :ref:`User Guide <survival>`.
+
     The histology encoder of MMP (Song et al., 2024), PANTHER's aggregation.
     ``fit`` finds ``n_prototypes`` morphological prototypes by K-means on
     instances pooled from the training bags (sub-sampled to

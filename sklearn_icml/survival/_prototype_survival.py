@@ -32,6 +32,8 @@ __all__ = ["PrototypeSurvival"]
 class PrototypeSurvival(SurvivalMixin, BaseEstimator):
     """MMP: a fusion network on histology-prototype tokens and pathway tokens, trained with a survival loss.
 
+    Read more in the :ref:`User Guide <survival>`.
+
     The survival model of Multimodal Prototyping (Song et al., 2024). Its input
     ``X`` is one row per patient: the ``n_histo_tokens`` prototype tokens of
     :class:`PrototypeEncoder` (``output="allcat"`` gives ``[pi_k, mu_k,

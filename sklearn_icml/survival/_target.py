@@ -25,6 +25,8 @@ def _event_as_bool(event, what="event indicator"):
 class Surv:
     """Build survival targets: structured arrays of (event, time), as scikit-survival makes them.
 
+    Read more in the :ref:`User Guide <survival>`.
+
     The array has two fields, a boolean event indicator (``True``: the event
     was observed; ``False``: right-censored) and a float time, with the dtype
     ``[('event', '?'), ('time', '<f8')]``, the one of scikit-survival's
