@@ -52,7 +52,7 @@ def text_table(args):
     for seed in args.seeds:
         corpus = make_topic_corpus(5000, 2000, random_state=seed)
 
-        def on_private(texts):
+        def on_private(texts, corpus=corpus):
             return np.isin(topic_of(texts, corpus.topic_words), corpus.private_topic_ids).mean()
 
         rng = np.random.RandomState(seed)

@@ -33,7 +33,7 @@ def test_version_is_a_string():
 
 def test_unknown_attribute_raises():
     with pytest.raises(AttributeError, match="no_such_thing"):
-        sklearn_icml.no_such_thing
+        _ = sklearn_icml.no_such_thing
 
 
 def test_dir_lists_subpackages():

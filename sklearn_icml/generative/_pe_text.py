@@ -9,8 +9,8 @@ model or an LLM rewriting texts plugs in as ``variation=callable``.
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.feature_extraction.text import HashingVectorizer, TfidfTransformer
 from sklearn.decomposition import TruncatedSVD
+from sklearn.feature_extraction.text import HashingVectorizer, TfidfTransformer
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import Normalizer
 from sklearn.utils.validation import check_is_fitted

@@ -9,7 +9,7 @@ from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import DEVICE_CONSTRAINT, resolve_device, to_numpy, to_tensor, torch_generator, torch_threads
 from ._base import NextTokenPredictorMixin
 from ._ngram import ngram_histograms, ngram_probabilities
-from ._sequences import scored_positions, next_token_targets
+from ._sequences import next_token_targets, scored_positions
 
 __all__ = ["InContextNGram"]
 

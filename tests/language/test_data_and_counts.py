@@ -83,7 +83,7 @@ def _brute_counts(X, m, V, sep, boundary, include_current):
     for i in range(n):
         seq = ([sep] if boundary else []) + [int(t) for t in X[i] if t >= 0]
 
-        def ctx(u):
+        def ctx(u, seq=seq):
             if boundary:
                 last = max(k for k in range(u + 1) if seq[k] == sep)
                 return tuple(seq[u - j] if u - j > last else "B" for j in range(m))
