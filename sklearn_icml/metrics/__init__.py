@@ -1,7 +1,8 @@
-"""Calibration metrics: LS-ECE (S16), binned ECE, their scorers and the smooth reliability diagram.
+"""Calibration metrics: LS-ECE (S16), binned ECE, their scorers and the smooth reliability diagram;
+distances between samples for generative models (:func:`wasserstein1`, by optimal transport).
 
-The methods of Chidambaram, Lee, McSwiggen and Rezchikov, "How Flawed Is ECE?
-An Analysis via Logit Smoothing" (ICML 2024).
+The calibration methods are those of Chidambaram, Lee, McSwiggen and Rezchikov, "How Flawed Is
+ECE? An Analysis via Logit Smoothing" (ICML 2024).
 """
 
 from ._binned_ece import binned_ece
@@ -9,6 +10,7 @@ from ._display import LSReliabilityDisplay
 from ._ls_ece import ls_ece
 from ._reliability import ls_reliability_curve
 from ._scorer import binned_ece_scorer, ls_ece_logit_scorer, ls_ece_scorer, make_calibration_scorer
+from ._transport import wasserstein1
 
 __all__ = [
     "LSReliabilityDisplay",
@@ -19,4 +21,5 @@ __all__ = [
     "ls_ece_scorer",
     "ls_reliability_curve",
     "make_calibration_scorer",
+    "wasserstein1",
 ]

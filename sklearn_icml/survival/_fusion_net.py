@@ -45,7 +45,10 @@ def uot_sinkhorn_batch(M, reg, reg_m, max_iter=1000, tol=1e-6):
     POT's ``ot.unbalanced.sinkhorn_knopp_unbalanced(a, b, M, reg, reg_m)``
     (``reg_type="kl"``, its default), run on all ``B`` problems at once; a
     problem stops updating once its own error is below ``tol``, so each plan
-    is what POT returns for that problem alone. ``M``: (B, n, m).
+    is what POT returns for that problem alone (tested against POT). POT's
+    solver takes one problem at a time; calling it per sample of every
+    mini-batch, inside the autograd graph, would cost a Python loop per
+    step, so the batched iteration is written here. ``M``: (B, n, m).
     """
     B, n, m = M.shape
     a = torch.full((B, n), 1.0 / n, dtype=M.dtype, device=M.device)
