@@ -21,6 +21,8 @@ class UniformDueling(_FeatureFreeAgent):
     uniformly drawn opponents), which is a consistent estimate for a final
     recommendation.
 
+    Read more in the :ref:`User Guide <bandits>`.
+
     Parameters
     ----------
     n_items : int, default=None
@@ -101,6 +103,8 @@ class ETCBorda(_FeatureFreeAgent):
     ``(K log K)^{1/3} T^{2/3}`` the regret is ``O~(K^{1/3} T^{2/3})``: the
     baseline that ignores features, against which :class:`BordaETC` trades
     ``K`` for the feature dimension ``d``.
+
+    Read more in the :ref:`User Guide <bandits>`.
 
     Parameters
     ----------
@@ -232,6 +236,8 @@ class DEXP3(_FeatureFreeAgent):
     Borda estimate ``b_hat_t(i) = 1{i_t = i} r_t / (K q_t(i) q_t(j_t))``. Its
     regret is ``O~((K log K)^{1/3} T^{2/3})`` against an adaptive adversary:
     :class:`BordaEXP3` is the same loop with pair features.
+
+    Read more in the :ref:`User Guide <bandits>`.
 
     Parameters
     ----------

@@ -35,6 +35,8 @@ class BordaETC(_FeatureAgent):
     rows ``phi_ij`` (:meth:`duel_rows` turns pairs into rows), as
     :class:`PairwiseGLMClassifier` does.
 
+    Read more in the :ref:`User Guide <bandits>`.
+
     Parameters
     ----------
     pair_features : array-like of shape (n_items, n_items, n_features), default=None

@@ -65,6 +65,8 @@ class GLMDuelingEnv:
     :meth:`sample_duels` logs uniformly random duels (item-index pairs, which
     an agent's ``duel_rows`` turns into the rows of its offline ``fit``).
 
+    Read more in the :ref:`User Guide <bandits>`.
+
     Parameters
     ----------
     pair_features : array-like of shape (n_items, n_items, n_features)

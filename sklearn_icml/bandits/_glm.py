@@ -90,6 +90,8 @@ class PairwiseGLMClassifier(ClassifierMixin, BaseEstimator):
     :class:`~sklearn.model_selection.GridSearchCV` and with every
     :mod:`sklearn.metrics` scorer.
 
+    Read more in the :ref:`User Guide <bandits>`.
+
     Parameters
     ----------
     link : {"logistic", "probit", "linear"}, default="logistic"

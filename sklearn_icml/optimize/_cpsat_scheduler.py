@@ -100,6 +100,8 @@ class CPSATScheduler(StageSchedulerMixin, BaseEstimator):
     Needs the ``ortools`` package (``pip install ortools``, or the ``peers``
     extra).
 
+    Read more in the :ref:`User Guide <optimize>`.
+
     Parameters
     ----------
     time_limit : float, default=10.0

@@ -48,6 +48,8 @@ class GumbelScheduler(StageSchedulerMixin, BaseEstimator):
     best legal schedule over all samples and epochs (the initial one included)
     is kept.
 
+    Read more in the :ref:`User Guide <optimize>`.
+
     Parameters
     ----------
     tau : float, default=50.0

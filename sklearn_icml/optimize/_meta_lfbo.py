@@ -126,6 +126,8 @@ class MetaLFBOClassifier(ClassifierMixin, BaseEstimator):
     random-feature Bayesian logistic regression on standardised inputs), so
     the estimator is a working binary classifier on its own.
 
+    Read more in the :ref:`User Guide <optimize>`.
+
     Parameters
     ----------
     n_features : int, default=16

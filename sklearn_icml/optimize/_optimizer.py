@@ -382,6 +382,8 @@ class MetaBayesianOptimizer(_LikelihoodFreeBase):
        ``n_candidates`` uniform points (or a given pool), with a duplicate
        guard.
 
+    Read more in the :ref:`User Guide <optimize>`.
+
     Parameters
     ----------
     bounds : array-like of shape (n_dims, 2), default=None
@@ -583,6 +585,8 @@ class LikelihoodFreeOptimizer(_LikelihoodFreeBase):
     is learned from earlier tasks: :meth:`fit` accepts them (so the two
     optimisers are interchangeable in code) but only uses them to infer the
     bounds when ``bounds`` is None.
+
+    Read more in the :ref:`User Guide <optimize>`.
 
     Parameters
     ----------

@@ -45,6 +45,8 @@ class GreedyStageScheduler(StageSchedulerMixin, BaseEstimator):
     scheduling benchmark and the default warm start of
     :class:`GumbelScheduler`.
 
+    Read more in the :ref:`User Guide <optimize>`.
+
     Attributes
     ----------
     schedule_ : ndarray of shape (n_nodes,)

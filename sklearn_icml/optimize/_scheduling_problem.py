@@ -93,6 +93,8 @@ class StageSchedulingProblem:
     ``edge_weight > 0`` (a data edge; the size itself is not used, as in the
     release) crosses ``s_v - s_u`` stage boundaries.
 
+    Read more in the :ref:`User Guide <optimize>`.
+
     Parameters
     ----------
     edges : array-like of shape (n_edges, 2)

@@ -176,6 +176,8 @@ class MetaBayesSearchCV(BaseSearchCV):
     settings it tries are the ones that were good before, adapted to the new
     data as scores come in.
 
+    Read more in the :ref:`User Guide <optimize>`.
+
     Parameters
     ----------
     estimator : estimator object, default=None

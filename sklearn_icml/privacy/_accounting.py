@@ -203,6 +203,8 @@ class Accountant:
     estimator: it only reads the fitted ``privacy_ledger_`` (or
     ``epsilon_spent_`` and ``delta_spent_``).
 
+    Read more in the :ref:`User Guide <privacy>`.
+
     Parameters
     ----------
     epsilon : float, default=None
