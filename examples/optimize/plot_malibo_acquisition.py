@@ -63,7 +63,8 @@ ax.set_title("12 of the 64 earlier tasks (grey) and the new task")
 ax.legend(loc="upper left")
 
 for ax, n in zip(axes[1:], (0, 2, 4)):
-    result = optimizer.minimize(target, n)
+    # n = 0: the state fit leaves, before any observation of the new task (the zero-shot prior)
+    result = optimizer.minimize(target, n) if n else None
     acquisition = optimizer.score_samples(grid)
     label = "acquisition: prior mean (zero-shot)" if n == 0 else "acquisition: one posterior (Thompson) draw"
     ax.plot(grid[:, 0], acquisition, color="C0", lw=2, label=label)
@@ -71,7 +72,7 @@ for ax, n in zip(axes[1:], (0, 2, 4)):
         draws = optimizer.classifier_.sample_proba(grid, n_samples=5, random_state=0)
         ax.plot(grid[:, 0], draws.T, color="C0", lw=0.7, alpha=0.5)
         ax.plot([], [], color="C0", lw=0.7, alpha=0.5, label="Thompson draws of the prior")
-    for x in result.x_iters[:, 0]:
+    for x in ([] if result is None else result.x_iters[:, 0]):
         ax.axvline(x, color="k", lw=1)
     x_next = optimizer.suggest(1)[0, 0]
     ax.axvline(x_next, color="C2", lw=2, ls="--", label="next suggestion")
