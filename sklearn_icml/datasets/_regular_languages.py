@@ -201,7 +201,7 @@ def valid_next_letters(sequences, automata, separator=N_LETTERS):
 def make_regular_languages(n_languages=1000, *, n_states=(4, 12), n_letters=(4, 18), out_degree=(1, 3),
                            n_strings=(10, 19), string_length=(1, 49), max_len=256, exclude=None,
                            random_state=None):
-    """Samples of random regular languages for in-context language learning (REGBENCH).
+    """Generate samples of random regular languages for in-context language learning (REGBENCH).
 
     Each language is a random automaton: ``U{n_states}`` states, an alphabet
     of ``U{n_letters}`` letters drawn from 18, and from every state

@@ -71,7 +71,7 @@ def make_topic_corpus(n_public=5000, n_private=2000, *, n_topics=20, n_private_t
     --------
     >>> from sklearn_icml.datasets import make_topic_corpus
     >>> corpus = make_topic_corpus(100, 50, random_state=0)
-    >>> len(corpus.public), len(corpus.private), sorted(set(corpus.private_topics))
+    >>> len(corpus.public), len(corpus.private), sorted(set(corpus.private_topics.tolist()))
     (100, 50, [18, 19])
     """
     if n_private_topics >= n_topics:

@@ -134,7 +134,7 @@ class SyntheticDataClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator
         return self
 
     def predict(self, X):
-        """Classes predicted by the classifier trained on synthetic data.
+        """Predict classes with the classifier trained on synthetic data.
 
         Parameters
         ----------
@@ -151,7 +151,7 @@ class SyntheticDataClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator
 
     @available_if(_estimator_has("predict_proba"))
     def predict_proba(self, X):
-        """Class probabilities of the classifier trained on synthetic data.
+        """Predict class probabilities with the classifier trained on synthetic data.
 
         Parameters
         ----------
@@ -168,7 +168,7 @@ class SyntheticDataClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator
 
     @available_if(_estimator_has("decision_function"))
     def decision_function(self, X):
-        """Decision function of the classifier trained on synthetic data.
+        """Compute the decision function of the classifier trained on synthetic data.
 
         Parameters
         ----------
