@@ -43,6 +43,8 @@ numpydoc_validation_exclude = {
     r"\.get_params$", r"\.set_params$", r"\.set_output$", r"\.score$", r"\.fit_transform$",
     r"\.fit_predict$", r"\.get_metadata_routing$", r"\.set_\w+_request$", r"\.__init__$",
     r"\.get_feature_names_out$", r"\.__sklearn_tags__$", r"\.__sklearn_is_fitted__$",
+    # a named tuple's generated members (count, index, the field aliases)
+    r"\.Segment\.\w+$",
     # inherited from Python's BaseException by the warning classes
     r"\.add_note$", r"\.with_traceback$",
 }

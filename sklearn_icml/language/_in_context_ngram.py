@@ -217,7 +217,7 @@ class InContextNGram(NextTokenPredictorMixin, BaseEstimator):
 
         Returns
         -------
-        ndarray of shape (n_sequences, max_len, order * vocab_size_)
+        ndarray of shape (n_sequences, max_len, order * `vocab_size_`)
             Block ``k`` (``k = 0 .. order - 1``) is the normalised histogram of
             the tokens that followed, earlier in the sequence, the ``k`` tokens
             ending at each position (0 where that context was never
@@ -236,7 +236,7 @@ class InContextNGram(NextTokenPredictorMixin, BaseEstimator):
 
         Returns
         -------
-        ndarray of shape (n_sequences, max_len, vocab_size_)
+        ndarray of shape (n_sequences, max_len, `vocab_size_`)
             Row ``t`` is the distribution of ``X[i, t + 1]`` after reading
             ``X[i, :t + 1]``; rows past a sequence's end are 0.
         """

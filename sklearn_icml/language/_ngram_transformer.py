@@ -229,7 +229,7 @@ class NGramTransformerLM(NextTokenPredictorMixin, BaseEstimator):
 
         Returns
         -------
-        ndarray of shape (n_sequences, max_len, vocab_size_)
+        ndarray of shape (n_sequences, max_len, `vocab_size_`)
             Row ``t`` is the distribution of ``X[i, t + 1]`` after reading
             ``X[i, :t + 1]``; rows past a sequence's end are 0.
         """

@@ -103,7 +103,7 @@ class GumbelScheduler(StageSchedulerMixin, BaseEstimator):
         ``objective_ / lower_bound_ - 1``.
     initial_objective_ : float
         Objective of the initial schedule.
-    history_ : ndarray of shape (n_iter_ + 1, 3)
+    history_ : ndarray of shape (`n_iter_` + 1, 3)
         Rows ``(epoch, seconds since fit started, best objective so far)``;
         row 0 is the initial schedule.
     loss_curve_ : list of float

@@ -83,7 +83,7 @@ class ScalingLawRegressor(RegressorMixin, BaseEstimator):
         parameter). A :class:`ScalingLawBoundWarning` names them.
     n_features_in_ : int
         Number of columns of ``X`` seen in fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of the columns, when ``X`` had string column names.
 
     See Also

@@ -100,7 +100,7 @@ class AdaptiveShapeScheduler(BaseEstimator):
         Largest compute seen in fit (sets how far :meth:`predict` plans).
     n_features_in_ : int
         Number of columns of ``X`` seen in fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of the columns, when ``X`` had string column names.
 
     See Also
