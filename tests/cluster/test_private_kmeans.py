@@ -26,7 +26,7 @@ from sklearn_icml.privacy._local_hashing import olh_support as _olh_support
 
 # diffprivlib 0.6.6 KMeans, median k-means cost / sklearn KMeans(n_init=10) cost at epsilon=1, measured in a
 # scikit-learn 1.6.1 virtualenv (diffprivlib does not import beside scikit-learn 1.9): the smaller of two
-# measurements, so the stricter bar: 10 seeds in ../shared/papers/privacy-and-clustering.md section 5
+# measurements, so the stricter bar: 10 seeds of an earlier measurement of the same peer
 # (2.03, 5.12, 2.17) and 5 seeds by benchmarks/bench_private_kmeans.py (2.47, 3.77, 2.23; see
 # doc/benchmarks/private_kmeans.rst)
 DIFFPRIVLIB_EPS1 = {"blobs2": 2.03, "blobs10": 3.77, "digits": 2.17}
