@@ -12,6 +12,9 @@ Tables:
    after the same number of optimiser steps (epochs of 125 steps at batch 16), DFA accuracy and TVD
    on the test set, and agreement with the in-context 3-gram. Targets at 500 steps: heads >=
    vanilla + 0.2 and >= 0.85.
+4. With --device cuda (or auto on a GPU machine): d_model 128, 4 layers, max_len 512, 10^4 steps,
+   heads on embeddings and on hidden states against vanilla, and optimiser steps per second on the
+   GPU against one CPU epoch of the same model.
 
     python benchmarks/bench_language.py --quick       # 1 seed, 250 steps
     python benchmarks/bench_language.py --seeds 3
@@ -172,11 +175,40 @@ def transformer_table(train, test, args):
     return [acc, tvd, agree]
 
 
+def gpu_tables(args):
+    """The GPU rows: a larger model on longer sequences, and steps per second against the CPU."""
+    if args.device == "cpu":
+        return []
+    train = make_regular_languages(2000, max_len=512, random_state=1000)
+    test = make_regular_languages(300, max_len=512, exclude=train.automata, random_state=0)
+    steps_per_epoch = int(np.ceil(len(train.sequences) / 16))
+    epochs = int(np.ceil(10_000 / steps_per_epoch))
+    acc = Table(f"GPU: d_model 128, 4 layers, max_len 512, {epochs * steps_per_epoch} steps: DFA accuracy",
+                "accuracy", higher_is_better=True)
+    speed = Table("GPU: optimiser steps per second (d_model 128, 4 layers, max_len 512)", "steps/s",
+                  higher_is_better=True, verdicts=False)
+    models = [("heads on embeddings", (1, 2, 3), "embedding"), ("heads on hidden states", (1, 2, 3), "hidden"),
+              ("vanilla", (), "embedding")]
+    for seed in args.seeds:
+        for name, orders, heads_on in models:
+            params = dict(d_model=128, n_layers=4, max_len=512, ngram_orders=orders, ngram_heads_on=heads_on,
+                          random_state=seed)
+            start = time.perf_counter()
+            lm = NGramTransformerLM(max_iter=epochs, device=args.device, **params).fit(train.sequences)
+            speed.add(args.device, name, epochs * steps_per_epoch / (time.perf_counter() - start), ours=True)
+            acc.add("300 test languages", name, lm.score(test.sequences, test.valid_next), ours=bool(orders))
+            start = time.perf_counter()
+            NGramTransformerLM(max_iter=1, device="cpu", **params).fit(train.sequences)
+            speed.add("cpu", name, steps_per_epoch / (time.perf_counter() - start), ours=True)
+    return [acc, speed]
+
+
 def main():
     args = bench_args(__doc__, default_seeds=3, quick_seeds=1)
     train = make_regular_languages(2000, random_state=1000)
     test = make_regular_languages(300, exclude=train.automata, random_state=0)
     tables = ngram_table(train, test, args) + [histogram_table(args)] + transformer_table(train, test, args)
+    tables += gpu_tables(args)
     emit(tables, args)
 
 
