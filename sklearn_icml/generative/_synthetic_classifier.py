@@ -133,6 +133,11 @@ class SyntheticDataClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator
         self.privacy_ledger_ = list(self.generator_.privacy_ledger_)
         return self
 
+    def _delegate(self, method, X):
+        """Validate ``X`` and call the fitted classifier's ``method`` on it."""
+        check_is_fitted(self)
+        return getattr(self.estimator_, method)(validate_data(self, as_numpy(X), reset=False))
+
     def predict(self, X):
         """Predict classes with the classifier trained on synthetic data.
 
@@ -146,8 +151,7 @@ class SyntheticDataClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator
         ndarray of shape (n_samples,)
             Predicted classes.
         """
-        check_is_fitted(self)
-        return self.estimator_.predict(validate_data(self, as_numpy(X), reset=False))
+        return self._delegate("predict", X)
 
     @available_if(_estimator_has("predict_proba"))
     def predict_proba(self, X):
@@ -163,8 +167,7 @@ class SyntheticDataClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator
         ndarray of shape (n_samples, n_classes)
             Probabilities.
         """
-        check_is_fitted(self)
-        return self.estimator_.predict_proba(validate_data(self, as_numpy(X), reset=False))
+        return self._delegate("predict_proba", X)
 
     @available_if(_estimator_has("decision_function"))
     def decision_function(self, X):
@@ -180,5 +183,4 @@ class SyntheticDataClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator
         ndarray
             Scores.
         """
-        check_is_fitted(self)
-        return self.estimator_.decision_function(validate_data(self, as_numpy(X), reset=False))
+        return self._delegate("decision_function", X)

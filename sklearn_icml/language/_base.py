@@ -1,6 +1,5 @@
 """What the family's next-token predictors share: the sequence contract, ``predict`` and ``score``."""
 
-import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from ._metrics import dfa_accuracy
@@ -72,8 +71,3 @@ class NextTokenPredictorMixin:
         tags.target_tags.required = False
         return tags
 
-
-def pad_rows(proba, X):
-    """Zero the rows past each sequence's end."""
-    proba[np.asarray(X) == PAD] = 0.0
-    return proba
