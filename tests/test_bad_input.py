@@ -48,8 +48,6 @@ KNOWN_DEFECTS = {
                                "coefficients instead of a clear error",
     ("PathwayEncoder", "huge_X"): "standardising 1e300 features overflows (numpy warns) on the way to a result",
     ("MetaLFBOClassifier", "huge_X"): "standardising 1e300 features overflows (numpy warns) on the way to a result",
-    ("AdaptiveShapeScheduler", "huge_X"): "compute values of 1e300 give inf - inf in the schedule (numpy warns) "
-                                          "on the way to a result",
     ("PrototypeEncoder", "huge_X"): "transform returns non-finite values for 1e300 features without a word",
 }
 

@@ -281,7 +281,10 @@ class AdaptiveShapeScheduler(BaseEstimator):
             return float(floors[upper])  # forced exit at the asymptote margin
 
         def gap(e):
-            return float(np.log(law_marginal(e, p)) - np.log(law_marginal(e, q)))
+            # marginals that both under- or overflow (compute of 1e300) leave the gap undefined (nan):
+            # the switch then stays at the grid point
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return float(np.log(law_marginal(e, p)) - np.log(law_marginal(e, q)))
 
         lo_edge = max(floors[upper], floors[lower])
         lo = max(grid[max(i - 2, 0)], lo_edge * (1 + 1e-12)) if lo_edge > 0 else grid[max(i - 2, 0)]
