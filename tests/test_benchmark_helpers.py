@@ -27,7 +27,8 @@ def test_lower_is_better_ratios_and_a_kept_loss():
     rows = {r["method"]: r for r in _table(higher=False).rows()}
     assert rows["ours"]["mean"] == 2.0 and rows["ours"]["std"] == pytest.approx(math.sqrt(2))
     assert rows["ours"]["best_peer"] == "peerB"
-    assert rows["ours"]["ratio"] == 2.0 and rows["ours"]["verdict"] == "loss"
+    # paired differences (0, 2): the 95 % interval 1 +- 12.7 * 1.414 / sqrt(2) holds 0, so a tie
+    assert rows["ours"]["ratio"] == 2.0 and rows["ours"]["verdict"] == "tie"
     assert rows["peerA"]["ratio"] == 4.0 and rows["peerA"]["verdict"] is None
     assert [r["method"] for r in _table(False).rows()][0] == "ours"
 
@@ -35,7 +36,8 @@ def test_lower_is_better_ratios_and_a_kept_loss():
 def test_higher_is_better_picks_the_largest_peer():
     rows = {r["method"]: r for r in _table(higher=True).rows()}
     assert rows["ours"]["best_peer"] == "peerA"
-    assert rows["ours"]["ratio"] == 0.5 and rows["ours"]["verdict"] == "loss"
+    # paired differences (-3, -1) against peerA's (4, 4): interval -2 +- 12.7 holds 0
+    assert rows["ours"]["ratio"] == 0.5 and rows["ours"]["verdict"] == "tie"
 
 
 def test_failed_runs_and_missing_peers():
@@ -55,7 +57,7 @@ def test_markdown_and_output_file(tmp_path, capsys):
     t.note("peerB is a C extension")
     bench.emit(t, args)
     printed = capsys.readouterr().out
-    assert "| small | **ours** (ours) | 2 | 1.414 | 2 | 2 | loss vs peerB |" in printed
+    assert "| small | **ours** (ours) | 2 | 1.414 | 2 | 2 | tie vs peerB |" in printed
     assert "- peerB is a C extension" in printed
     assert (tmp_path / "out.md").read_text() == printed
 
@@ -81,3 +83,123 @@ def test_near_equal_means_are_a_tie_and_verdicts_can_be_off():
     v.add("c", "ours", 0.2, ours=True)
     v.add("c", "peer", 0.1)
     assert v.rows()[0]["verdict"] is None and v.rows()[0]["ratio"] == 2.0
+
+
+# ---- paired verdicts, targets, claims and the saved results file
+
+
+def _paired_table(ours, peer, higher=False):
+    t = bench.Table("t", "s", higher_is_better=higher)
+    for seed, (a, b) in enumerate(zip(ours, peer)):
+        t.add("c", "ours", a, ours=True, seed=seed)
+        t.add("c", "peer", b, seed=seed)
+    return t.rows()[0]
+
+
+@pytest.mark.parametrize("ours, peer", [
+    ([1.0, 1.1, 0.9, 1.05], [2.0, 2.2, 1.8, 2.1]),  # clearly lower: a win when lower is better
+    ([1.0, 3.0, 0.5, 2.0], [1.5, 1.0, 2.5, 1.8]),  # noisy: the interval holds 0
+    ([2.0, 2.1, 2.2, 2.05], [1.0, 1.1, 1.2, 1.0]),  # clearly higher: a loss
+])
+def test_verdict_is_the_paired_t_interval(ours, peer):
+    from scipy.stats import ttest_rel
+
+    row = _paired_table(ours, peer)
+    low, high = ttest_rel(ours, peer).confidence_interval(0.95)
+    expected = "tie" if low <= 0 <= high else ("win" if high < 0 else "loss")
+    assert row["verdict"] == expected
+    assert row["interval"] == pytest.approx((low, high))
+    assert row["n_pairs"] == 4
+
+
+def test_pairs_follow_the_seeds_not_the_order():
+    t = bench.Table("t", "s", higher_is_better=False)
+    # peer recorded in reverse seed order: paired by seed the differences are constant -1 (a win)
+    for seed, v in enumerate([1.0, 5.0, 9.0]):
+        t.add("c", "ours", v, ours=True, seed=seed)
+    for seed, v in reversed(list(enumerate([2.0, 6.0, 10.0]))):
+        t.add("c", "peer", v, seed=seed)
+    assert t.rows()[0]["verdict"] == "win"
+
+
+def test_one_seed_has_no_interval_and_is_a_tie():
+    row = _paired_table([1.0], [5.0])
+    assert row["verdict"] == "tie" and row["interval"] is None and row["ratio"] == 0.2
+
+
+def test_bars_and_claims():
+    t = bench.Table("t", "s", higher_is_better=False)
+    assert t.bar("at most 1 s", 0.5, 1.0) is True
+    assert t.bar("at least 2x", 1.5, 2.0, op=">=") is False
+    assert t.bar("nan misses", float("nan"), 1.0) is False
+    with pytest.raises(ValueError, match="op must be one of"):
+        t.bar("x", 1, 1, op="=<")
+    assert t.claim("slope negative", paper="-0.3", reproduced="no", measured=0.1) == "no"
+    with pytest.raises(ValueError, match="reproduced must be one of"):
+        t.claim("x", paper="p", reproduced="maybe", measured="m")
+    md = t.to_markdown()
+    assert "at most 1 s: 0.5 <= 1: met" in md and "at least 2x: 1.5 >= 2: MISSED" in md
+    assert "reproduced no" in md
+    saved = t.to_dict()
+    assert [b["met"] for b in saved["bars"]] == [True, False, False] and saved["bars"][2]["measured"] is None
+
+
+def _run(tmp_path, argv, name="demo"):
+    args = bench.bench_args("Demo benchmark.", ["--results-dir", str(tmp_path)] + argv, name=name)
+    t = bench.Table("fit time", "seconds", higher_is_better=False)
+    for seed in args.seeds:
+        t.add("n=10", "ours", 1.0 + seed, ours=True)  # the old call, no seed: seeds counted
+        t.add("n=10", "peer", float("nan") if seed == 1 else 2.0 + seed)
+    return args, t
+
+
+def test_emit_saves_raw_values_seeds_and_provenance(tmp_path, capsys):
+    import json
+
+    args, t = _run(tmp_path, ["--seeds", "3"])
+    t.bar("ours under 5 s", t.mean("n=10", "ours"), 5.0)
+    bench.emit(t, args, estimators=["DemoEstimator"], figures=["doc/benchmarks/x.png"])
+    second = bench.Table("quality", "ARI", higher_is_better=True)
+    second.add("c", "ours", 0.5, ours=True)
+    bench.emit([second], args)  # a later emit of the same run adds its tables to the same file
+    capsys.readouterr()
+    saved = json.loads((tmp_path / "demo.json").read_text())
+    assert [tb["title"] for tb in saved["tables"]] == ["fit time", "quality"]
+    rows = {r["method"]: r for r in saved["tables"][0]["rows"]}
+    assert rows["ours"]["values"] == [{"seed": s, "value": 1.0 + s} for s in range(3)]
+    assert rows["peer"]["values"][1] == {"seed": 1, "value": None}
+    assert saved["tables"][0]["direction"] == "lower" and saved["tables"][0]["bars"][0]["met"] is True
+    assert saved["estimators"] == ["DemoEstimator"] and saved["figures"] == ["doc/benchmarks/x.png"]
+    prov = saved["provenance"]
+    for field in ("command", "commit", "dirty", "start", "end", "wall_seconds", "cpu_seconds", "hardware",
+                  "versions"):
+        assert field in prov
+    assert prov["hardware"]["device"] == "cpu" and prov["hardware"]["cores"] >= 1
+    assert prov["versions"]["numpy"] and prov["seeds"] == [0, 1, 2]
+
+
+def test_quick_runs_and_no_save(tmp_path, capsys):
+    args, t = _run(tmp_path, ["--quick"])
+    bench.emit(t, args)
+    assert (tmp_path / "demo.quick.json").exists() and not (tmp_path / "demo.json").exists()
+    args, t = _run(tmp_path / "none", ["--no-save"])
+    bench.emit(t, args)
+    assert not (tmp_path / "none").exists()
+    capsys.readouterr()
+
+
+def test_a_new_cpu_run_keeps_the_rows_merged_from_a_gpu(tmp_path, capsys):
+    import json
+
+    args, t = _run(tmp_path, [])
+    bench.emit(t, args)
+    saved = json.loads((tmp_path / "demo.json").read_text())
+    gpu = dict(saved, provenance=dict(saved["provenance"], hardware=dict(saved["provenance"]["hardware"],
+                                                                      device="cuda", gpu={"name": "G"})))
+    saved["merged_runs"] = [bench.as_merged_run(gpu)]
+    (tmp_path / "demo.json").write_text(json.dumps(saved))
+    args, t = _run(tmp_path, [])
+    bench.emit(t, args)
+    again = json.loads((tmp_path / "demo.json").read_text())
+    assert [m["key"] for m in again["merged_runs"]] == ["cuda: G"]
+    capsys.readouterr()
