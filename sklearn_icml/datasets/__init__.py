@@ -58,3 +58,7 @@ __all__ += ["make_scaling_runs"]
 from ._topics import make_topic_corpus, topic_of  # noqa: E402
 
 __all__ += ["make_topic_corpus", "topic_of"]
+
+from ._seismic import convolutional_seismogram, load_openfwi, make_layered_earth  # noqa: E402
+
+__all__ += ["convolutional_seismogram", "load_openfwi", "make_layered_earth"]
