@@ -80,10 +80,19 @@ class ActivePairSampler:
         Pseudo-votes per pair (half wins, half losses) added to the counts: a
         pair never compared has ``n_a = prior`` and variance 1/4, so it has a
         finite, high priority.
-    uniform_mix : float, default=0.0
+    uniform_mix : float, default=0.1
         Fraction of uniform sampling mixed into the rule, keeping every
-        probability at least ``uniform_mix / n_pairs`` (the paper's
-        ``P_t(a) > epsilon`` condition, which bounds the reweighting weights).
+        probability at least ``uniform_mix / n_pairs``. The paper's central
+        limit theorem for the reweighted estimates (the win matrix of
+        :class:`WinMatrixEstimator` and the ``sampling_proba`` fit of
+        :class:`BradleyTerryRanker`) needs every pair's probability bounded
+        away from 0, ``P_t(a) > epsilon``: the pure rule (``0``) can drive a
+        settled pair's probability towards 0, and its inverse-probability
+        weight, and the variance of the estimate, without bound. The default
+        0.1 bounds every weight by ``10 * n_pairs`` and costs little: in
+        simulation it needs about 3 % more votes than the pure rule for a
+        given win-matrix interval width (see Notes). ``0`` is the paper's
+        pure rule, ``1`` uniform sampling.
     tie_labels : array-like, default=("tie", "tie (bothbad)")
         Labels of ``y`` that mean a tie (outcome 1/2).
     win_labels : "auto" or tuple of two labels, default="auto"
@@ -107,6 +116,7 @@ class ActivePairSampler:
     See Also
     --------
     BradleyTerryRanker : Fits the ratings; takes ``sampling_proba``.
+    WinMatrixEstimator : The win matrix with CLT intervals; takes ``sampling_proba``.
 
     Notes
     -----
@@ -139,13 +149,13 @@ class ActivePairSampler:
     ...     [["a", "b"], ["a", "b"], ["b", "c"]], ["model_a", "model_a", "model_b"])
     >>> pairs, proba = sampler.pair_proba()
     >>> pairs.tolist(), proba.round(3).tolist()
-    ([['a', 'b'], ['a', 'c'], ['b', 'c']], [0.125, 0.633, 0.243])
+    ([['a', 'b'], ['a', 'c'], ['b', 'c']], [0.145, 0.603, 0.252])
     >>> X_next, p_next = sampler.sample(2)
     >>> X_next.shape
     (2, 2)
     """
 
-    def __init__(self, rule="ci_reduction", *, items=None, prior=1.0, uniform_mix=0.0,
+    def __init__(self, rule="ci_reduction", *, items=None, prior=1.0, uniform_mix=0.1,
                  tie_labels=DEFAULT_TIE_LABELS, win_labels="auto", random_state=None):
         self.rule = rule
         self.items = items

@@ -16,7 +16,7 @@ def _eq9(n, s, q, prior=1.0):
 def test_eq9_probabilities_by_hand():
     X = np.array([["a", "b"]] * 6 + [["c", "a"]] * 2 + [["b", "c"]])
     y = np.array(["model_a"] * 3 + ["model_b"] * 3 + ["tie", "model_a", "model_a"])
-    sampler = ActivePairSampler(items=["a", "b", "c", "d"]).fit(X, y)
+    sampler = ActivePairSampler(items=["a", "b", "c", "d"], uniform_mix=0.0).fit(X, y)
     pairs, proba = sampler.pair_proba()
     assert pairs.tolist() == [["a", "b"], ["a", "c"], ["a", "d"], ["b", "c"], ["b", "d"], ["c", "d"]]
     # (a, b): 3 wins of a of 6; (a, c): c-a tie and c beat a -> for a: 0.5, 0; (b, c): b won
@@ -32,7 +32,7 @@ def test_uniform_rule_and_uniform_mix():
     y = np.array(["model_a"] * 50)
     uniform = ActivePairSampler("uniform", items=["a", "b", "c"]).fit(X, y)
     np.testing.assert_allclose(uniform.pair_proba()[1], np.full(3, 1 / 3))
-    pure = ActivePairSampler(items=["a", "b", "c"]).fit(X, y).pair_proba()[1]
+    pure = ActivePairSampler(items=["a", "b", "c"], uniform_mix=0.0).fit(X, y).pair_proba()[1]
     mixed = ActivePairSampler(items=["a", "b", "c"], uniform_mix=0.3).fit(X, y).pair_proba()[1]
     np.testing.assert_allclose(mixed, 0.7 * pure + 0.1)
     assert mixed.min() >= 0.1 and pure.min() < 0.1
@@ -107,3 +107,15 @@ def test_reweighted_fit_with_the_sampler_probabilities():
     r = BradleyTerryRanker().fit(X, y, sampling_proba=p)
     se = np.sqrt(np.diag(r.covariance_))
     assert np.all(np.abs(r.scores_ - (xi - xi.mean())) < 4 * se)
+
+
+def test_default_mix_bounds_every_pair_probability_away_from_zero():
+    # a settled pair (10^4 one-sided votes) gets almost no probability under the pure rule; the default
+    # uniform_mix keeps it at 0.1 / n_pairs at least, which bounds the inverse-probability weights
+    X = np.array([["a", "b"]] * 10000 + [["b", "c"]])
+    y = np.array(["model_a"] * 10001)
+    pure = ActivePairSampler(items=["a", "b", "c"], uniform_mix=0.0).fit(X, y).pair_proba()[1]
+    default = ActivePairSampler(items=["a", "b", "c"]).fit(X, y).pair_proba()[1]
+    assert ActivePairSampler().uniform_mix == 0.1
+    assert pure[0] < 0.01
+    assert default.min() >= 0.1 / 3 - 1e-12
