@@ -227,6 +227,16 @@ EXPECTED_FAILED["PrivateEvolutionText"] = {
     )
 }
 
+# Space bonds (S8): X is [unified | expert] and only an entire expert part may be NaN (an item the expert does not
+# cover), hence the allow_nan tag. check_estimators_pickle then scatters 10 NaN over random cells, unified columns
+# included, which the data contract refuses with a ValueError naming the unified part. Pickling is covered by the
+# house check check_pickle_loads_without_gpu and tests/multimodal on valid data.
+for _bond in ("SpaceBond", "FreeBind"):
+    EXPECTED_FAILED[_bond] = {
+        "check_estimators_pickle": "the check puts NaN in random cells, unified part included; only an entire "
+                                   "expert part may be NaN and the unified part is refused with a ValueError",
+    }
+
 FIT_DATA = {
     # S19: runs (compute in column 0, shape id in column 1) and their losses, from three known scaling laws
     "ScalingLawRegressor": lambda rs: (lambda X, y: (X[:12, :1], y[:12]))(*_scaling_runs(rs)),

@@ -62,3 +62,7 @@ __all__ += ["make_topic_corpus", "topic_of"]
 from ._seismic import convolutional_seismogram, load_openfwi, make_layered_earth  # noqa: E402
 
 __all__ += ["convolutional_seismogram", "load_openfwi", "make_layered_earth"]
+
+from ._multimodal import make_multimodal_embeddings  # noqa: E402
+
+__all__ += ["make_multimodal_embeddings"]

@@ -1,6 +1,7 @@
 """Calibration metrics: LS-ECE (S16), binned ECE, their scorers and the smooth reliability diagram;
 distances between samples for generative models (:func:`wasserstein1`, by optimal transport);
-structural similarity of signals and images (:func:`ssim_1d`, :func:`ssim_2d`, OpenFWI's convention).
+structural similarity of signals and images (:func:`ssim_1d`, :func:`ssim_2d`, OpenFWI's convention);
+cross-modal retrieval (:func:`recall_at_k`).
 
 The calibration methods are those of Chidambaram, Lee, McSwiggen and Rezchikov, "How Flawed Is
 ECE? An Analysis via Logit Smoothing" (ICML 2024).
@@ -10,6 +11,7 @@ from ._binned_ece import binned_ece
 from ._display import LSReliabilityDisplay
 from ._ls_ece import ls_ece
 from ._reliability import ls_reliability_curve
+from ._retrieval import recall_at_k
 from ._scorer import binned_ece_scorer, ls_ece_logit_scorer, ls_ece_scorer, make_calibration_scorer
 from ._ssim import ssim_1d, ssim_2d
 from ._transport import wasserstein1
@@ -23,6 +25,7 @@ __all__ = [
     "ls_ece_scorer",
     "ls_reliability_curve",
     "make_calibration_scorer",
+    "recall_at_k",
     "ssim_1d",
     "ssim_2d",
     "wasserstein1",
