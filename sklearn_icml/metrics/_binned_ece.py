@@ -4,6 +4,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
+from ..utils._dask import any_dask
 from ..utils._sklearn_private import Interval, StrOptions, validate_params
 from ..utils._torch import as_numpy
 from ._calibration_input import prepare_binary_problems
@@ -27,12 +28,28 @@ def binned_reliability(prob, y, w, n_bins, strategy):
     :func:`numpy.histogram` (and netcal).
     """
     edges = bin_edges(prob, w, n_bins, strategy)
+    return reliability_from_totals(*bin_totals(prob, y, w, edges))
+
+
+def bin_totals(prob, y, w, edges):
+    """Per-bin weight, weighted confidence and weighted outcome: additive over the samples."""
+    n_bins = len(edges) - 1
     ids = np.clip(np.searchsorted(edges, prob, side="right") - 1, 0, n_bins - 1)
     weight = np.bincount(ids, weights=w, minlength=n_bins)
     conf = np.bincount(ids, weights=w * prob, minlength=n_bins)
     hits = np.bincount(ids, weights=w * y, minlength=n_bins)
+    return weight, conf, hits
+
+
+def reliability_from_totals(weight, conf, hits):
+    """Mean confidence, mean outcome and weight of the non-empty bins."""
     keep = weight > 0
     return conf[keep] / weight[keep], hits[keep] / weight[keep], weight[keep]
+
+
+def ece_from_bins(conf, acc, weight):
+    """The binned ECE of one problem from its bins."""
+    return float(np.sum(weight * np.abs(acc - conf)) / np.sum(weight))
 
 
 @validate_params(
@@ -113,11 +130,15 @@ def binned_ece(y_true, y_score, *, n_bins=15, strategy="uniform", response="prob
     >>> round(binned_ece(y_true, y_prob, n_bins=5), 4)
     0.2333
     """
+    if any_dask(y_true, y_score, sample_weight):
+        from ._calibration_dask import binned_ece_dask
+
+        return binned_ece_dask(y_true, y_score, n_bins=n_bins, strategy=strategy, response=response,
+                               multiclass=multiclass, labels=labels, pos_label=pos_label, sample_weight=sample_weight)
     ops, problems = prepare_binary_problems(as_numpy(y_true), as_numpy(y_score), response=response,
                                             multiclass=multiclass, labels=labels, pos_label=pos_label,
                                             sample_weight=sample_weight, caller="binned_ece")
     values = []
     for p in problems:
-        conf, acc, weight = binned_reliability(p.prob, p.y, p.w, n_bins, strategy)
-        values.append(float(np.sum(weight * np.abs(acc - conf)) / np.sum(weight)))
+        values.append(ece_from_bins(*binned_reliability(p.prob, p.y, p.w, n_bins, strategy)))
     return float(np.mean(values))

@@ -6,6 +6,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils import check_random_state
 
+from ..utils._dask import any_dask
 from ..utils._sklearn_private import Interval, StrOptions, validate_params
 from ._calibration_input import prepare_binary_problems
 
@@ -29,19 +30,19 @@ def _split_infinite(ops, problem):
     return z[finite], y[finite], w[finite], atoms
 
 
-def _gaussian_grid_sums(ops, z, y, w, sigma):
-    """Kernel sums A(t) = sum w y p(t - z), B(t) = sum w p(t - z) on a regular grid.
-
-    Linear binning of the scores onto a grid of step sigma/16, then an FFT
-    convolution with the sampled Gaussian density. Returns ``(t, A, B, h)``.
-    """
+def grid_layout(z_min, z_max, sigma):
+    """Step ``h``, kernel radius (in steps) and size of the grid covering ``[z_min, z_max]``."""
     h = sigma / _STEPS_PER_SIGMA
     radius = int(math.ceil(_GAUSS_RADIUS * _STEPS_PER_SIGMA))
-    z_min, z_max = ops.item(z.min()), ops.item(z.max())
     n_grid = int(math.ceil((z_max - z_min) / h)) + 2 * radius + 2
     if n_grid > _MAX_GRID:
         raise ValueError(f"ls_ece: the scores span {z_max - z_min:.4g} logit units, which at sigma={sigma:g} needs a "
                          f"grid of {n_grid} points (at most {_MAX_GRID}); use a larger sigma or estimator='mc'.")
+    return h, radius, n_grid
+
+
+def bin_onto_grid(ops, z, y, w, z_min, h, radius, n_grid):
+    """Linear binning of the weights ``w`` (``B``) and ``w * y`` (``A``): additive over the samples."""
     u = (z - z_min) * (1.0 / h) + radius
     lower = ops.floor_int(u)  # u >= 0: truncation is the floor
     frac = u - lower
@@ -49,11 +50,30 @@ def _gaussian_grid_sums(ops, z, y, w, sigma):
     b_hi, a_hi = w * frac, wy * frac
     B = ops.scatter_add(n_grid, lower, w - b_hi) + ops.shift_right(ops.scatter_add(n_grid, lower, b_hi))
     A = ops.scatter_add(n_grid, lower, wy - a_hi) + ops.shift_right(ops.scatter_add(n_grid, lower, a_hi))
+    return A, B
+
+
+def smooth_grid(ops, A, B, z_min, h, radius, n_grid, sigma):
+    """FFT convolution of the binned sums with the sampled Gaussian density; returns ``(t, A, B)``."""
     offsets = (ops.arange(2 * radius + 1) - radius) * h
     kernel = ops.exp(-0.5 * (offsets / sigma) ** 2) / (sigma * math.sqrt(2 * math.pi))
     A = ops.fft_convolve(A, kernel)[radius:radius + n_grid]
     B = ops.fft_convolve(B, kernel)[radius:radius + n_grid]
     t = z_min + (ops.arange(n_grid) - radius) * h
+    return t, A, B
+
+
+def _gaussian_grid_sums(ops, z, y, w, sigma):
+    """Kernel sums A(t) = sum w y p(t - z), B(t) = sum w p(t - z) on a regular grid.
+
+    Linear binning of the scores onto a grid of step sigma/64
+    (``_STEPS_PER_SIGMA``), then an FFT convolution with the sampled Gaussian
+    density. Returns ``(t, A, B, h)``.
+    """
+    z_min, z_max = ops.item(z.min()), ops.item(z.max())
+    h, radius, n_grid = grid_layout(z_min, z_max, sigma)
+    A, B = bin_onto_grid(ops, z, y, w, z_min, h, radius, n_grid)
+    t, A, B = smooth_grid(ops, A, B, z_min, h, radius, n_grid, sigma)
     return t, A, B, h
 
 
@@ -172,7 +192,7 @@ def ls_ece(y_true, y_score, *, sigma=0.1, noise="gaussian", estimator="grid", re
     estimator : {"grid", "mc"}, default="grid"
         ``"grid"``: the exact plug-in value, deterministic. For Gaussian noise,
         the 1-D integral of two kernel-smoothed sums computed by linear binning
-        on a grid of step ``sigma/16`` and an FFT convolution, in
+        on a grid of step ``sigma/64`` and an FFT convolution, in
         O(n + G log G); for uniform noise, in closed form, in O(n log n).
         ``"mc"``: the paper's Monte Carlo estimator: ``n_samples`` noisy logits
         drawn from the data, the Nadaraya-Watson regression evaluated at each, in
@@ -248,6 +268,11 @@ def ls_ece(y_true, y_score, *, sigma=0.1, noise="gaussian", estimator="grid", re
     >>> round(ls_ece(y_true, y_prob, sigma=0.1), 4)
     0.2337
     """
+    if any_dask(y_true, y_score, sample_weight):
+        from ._calibration_dask import ls_ece_dask
+
+        return ls_ece_dask(y_true, y_score, sigma=sigma, noise=noise, estimator=estimator, response=response,
+                           multiclass=multiclass, labels=labels, pos_label=pos_label, sample_weight=sample_weight)
     ops, problems = prepare_binary_problems(y_true, y_score, response=response, multiclass=multiclass,
                                             labels=labels, pos_label=pos_label, sample_weight=sample_weight,
                                             caller="ls_ece")

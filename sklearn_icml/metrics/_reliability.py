@@ -5,6 +5,7 @@ from numbers import Integral, Real
 import numpy as np
 from scipy.special import expit
 
+from ..utils._dask import any_dask
 from ..utils._sklearn_private import Interval, StrOptions, validate_params
 from ..utils._torch import as_numpy
 from ._calibration_input import prepare_binary_problems
@@ -102,6 +103,11 @@ def ls_reliability_curve(y_true, y_score, *, sigma=0.1, noise="gaussian", respon
     >>> np.round(prob_pred, 2)
     array([0.14, 0.31, 0.49, 0.67, 0.88])
     """
+    if any_dask(y_true, y_score, sample_weight):
+        from ._calibration_dask import ls_reliability_curve_dask
+
+        return ls_reliability_curve_dask(y_true, y_score, sigma=sigma, noise=noise, response=response, labels=labels,
+                                         pos_label=pos_label, sample_weight=sample_weight, n_points=n_points)
     ops, (problem,) = prepare_binary_problems(as_numpy(y_true), as_numpy(y_score), response=response,
                                               multiclass="top_label", labels=labels, pos_label=pos_label,
                                               sample_weight=sample_weight, caller="ls_reliability_curve")
@@ -112,18 +118,29 @@ def ls_reliability_curve(y_true, y_score, *, sigma=0.1, noise="gaussian", respon
             t, A, B, _ = _gaussian_grid_sums(ops, z, y, w, sigma)
         else:
             t, A, B = _uniform_sums(z, y, w, sigma, n_grid=max(4096, 16 * n_points))
-        cdf = np.cumsum(np.maximum(B, 0))
-        cdf /= cdf[-1]
-        levels = (np.arange(n_points) + 0.5) / n_points
-        tq = np.interp(levels, cdf, t)
-        Aq, Bq = np.interp(tq, t, A), np.interp(tq, t, B)
-        prob_true.append(np.clip(Aq / np.maximum(Bq, 1e-300), 0, 1))
-        prob_pred.append(expit(tq))
+        prob_true_s, prob_pred_s = curve_from_sums(t, A, B, n_points)
+        prob_true.append(prob_true_s)
+        prob_pred.append(prob_pred_s)
     for side, value in ((-np.inf, 0.0), (np.inf, 1.0)):
         mask = problem.z == side
         if mask.any() and problem.w[mask].sum() > 0:
             prob_true.append([np.average(problem.y[mask], weights=problem.w[mask])])
             prob_pred.append([value])
+    return sort_curve(prob_true, prob_pred)
+
+
+def curve_from_sums(t, A, B, n_points):
+    """The curve at ``n_points`` quantiles of the smoothed density ``B`` on the grid ``t``."""
+    cdf = np.cumsum(np.maximum(B, 0))
+    cdf /= cdf[-1]
+    levels = (np.arange(n_points) + 0.5) / n_points
+    tq = np.interp(levels, cdf, t)
+    Aq, Bq = np.interp(tq, t, A), np.interp(tq, t, B)
+    return np.clip(Aq / np.maximum(Bq, 1e-300), 0, 1), expit(tq)
+
+
+def sort_curve(prob_true, prob_pred):
+    """Concatenate the pieces of the curve and sort them by predicted probability."""
     prob_true, prob_pred = np.concatenate(prob_true), np.concatenate(prob_pred)
     order = np.argsort(prob_pred, kind="stable")
     return prob_true[order], prob_pred[order]

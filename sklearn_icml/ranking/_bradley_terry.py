@@ -1,17 +1,19 @@
 """Bradley-Terry ranking from pairwise votes (Chatbot Arena, Chiang et al., ICML 2024)."""
 
+import contextlib
 import math
 import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from joblib import effective_n_jobs
+from joblib import effective_n_jobs, parallel_config
 from scipy import stats
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..utils._dask import any_dask, dask_client
 from ..utils._random import draw_seeds
 from ..utils._sklearn_private import Interval, StrOptions, _check_sample_weight, _fit_context
 from ..utils._torch import as_numpy
@@ -28,6 +30,13 @@ from ._battles import (
 
 #: Penalty-held ratings further than this from the mean (Elo points) trigger a warning.
 _EXTREME_ELO = 1000.0
+
+
+def _bootstrap_backend(dask_input):
+    """joblib's Dask backend for the bootstrap fits when the battles came as Dask collections on a cluster."""
+    if dask_input and dask_client() is not None:
+        return parallel_config(backend="dask")
+    return contextlib.nullcontext()
 
 
 def _check_unknown(name, codes, ids, handle_unknown):
@@ -299,39 +308,12 @@ class BradleyTerryRanker(ClassifierMixin, BaseEstimator):
             Fitted ranker.
         """
         name = type(self).__name__
-        # ids (check_ids) and covariates (split_battles) get their own NaN/inf checks, with clearer messages
-        X, y = validate_data(self, as_battle_array(as_numpy(X)), as_numpy(y), dtype=None, ensure_min_features=2,
-                             ensure_all_finite=False)
-        ids, Z = split_battles(name, X)
-        self.classes_, self.first_wins_label_, score = parse_outcomes(
-            name, y, tie_labels=tuple(self.tie_labels), win_labels=self.win_labels)
-        freq = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-        ipw = None
-        if sampling_proba is not None:
-            prob = np.asarray(as_numpy(sampling_proba), dtype=np.float64).reshape(-1)
-            if prob.shape != (X.shape[0],) or not np.all((prob > 0) & (prob <= 1)):
-                raise ValueError(f"{name}: sampling_proba must hold one probability in (0, 1] per battle; got "
-                                 f"shape {prob.shape}, range [{prob.min() if prob.size else np.nan}, "
-                                 f"{prob.max() if prob.size else np.nan}].")
-            ipw = 1.0 / prob
-        keep = freq > 0
-        if self.ties == "drop":
-            keep &= score != 0.5
-        if not keep.any():
-            raise ValueError(f"{name}: no battle is left to fit (all weights are zero or all battles are ties "
-                             "with ties='drop').")
-        if not keep.all():
-            ids, Z, score, freq = ids[keep], Z[keep], score[keep], freq[keep]
-            ipw = None if ipw is None else ipw[keep]
-        if ipw is not None:
-            ipw = ipw / (np.dot(freq, ipw) / freq.sum())
-        items, codes = encode_ids(ids)
-        check_ids(name, items)
-        self.items_ = items
+        dask_input = any_dask(X, y, sample_weight, sampling_proba)
+        if dask_input:
+            self.items_, buckets, self.n_battles_ = self._reduce_dask(X, y, sample_weight, sampling_proba)
+        else:
+            self.items_, buckets, self.n_battles_ = self._reduce(X, y, sample_weight, sampling_proba)
         M = len(self.items_)
-        buckets = _bt_solver.aggregate(codes, score, Z, freq, ipw, M)
-        self.n_battles_ = (np.bincount(codes[:, 0], weights=freq, minlength=M)
-                           + np.bincount(codes[:, 1], weights=freq, minlength=M))
         problem = _bt_solver.mle_problem(buckets, M, self.items_)
         self.mle_exists_ = problem is None
         if problem is not None and self.alpha == 0:
@@ -364,11 +346,63 @@ class BradleyTerryRanker(ClassifierMixin, BaseEstimator):
         self.ratings_ = factor * self.scores_ + base_rating
         self.bootstrap_ratings_ = None
         if self.ci_method in ("bootstrap", "bootstrap_pivot"):
-            self.bootstrap_ratings_ = self._bootstrap(buckets, theta, M, origin, factor, base_rating)
+            with _bootstrap_backend(dask_input):
+                self.bootstrap_ratings_ = self._bootstrap(buckets, theta, M, origin, factor, base_rating)
         self.rating_intervals_ = self._intervals(M, factor)
         lower, upper = self.rating_intervals_[:, 0], self.rating_intervals_[:, 1]
         self.ranks_ = 1 + (lower[None, :] > upper[:, None]).sum(axis=1)
         return self
+
+    def _reduce(self, X, y, sample_weight, sampling_proba):
+        """In-memory battles to (competitors, buckets, per-competitor battle weights); sets the classes."""
+        name = type(self).__name__
+        # ids (check_ids) and covariates (split_battles) get their own NaN/inf checks, with clearer messages
+        X, y = validate_data(self, as_battle_array(as_numpy(X)), as_numpy(y), dtype=None, ensure_min_features=2,
+                             ensure_all_finite=False)
+        ids, Z = split_battles(name, X)
+        self.classes_, self.first_wins_label_, score = parse_outcomes(
+            name, y, tie_labels=tuple(self.tie_labels), win_labels=self.win_labels)
+        freq = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        ipw = None
+        if sampling_proba is not None:
+            prob = np.asarray(as_numpy(sampling_proba), dtype=np.float64).reshape(-1)
+            if prob.shape != (X.shape[0],) or not np.all((prob > 0) & (prob <= 1)):
+                raise ValueError(f"{name}: sampling_proba must hold one probability in (0, 1] per battle; got "
+                                 f"shape {prob.shape}, range [{prob.min() if prob.size else np.nan}, "
+                                 f"{prob.max() if prob.size else np.nan}].")
+            ipw = 1.0 / prob
+        keep = freq > 0
+        if self.ties == "drop":
+            keep &= score != 0.5
+        if not keep.any():
+            raise ValueError(f"{name}: no battle is left to fit (all weights are zero or all battles are ties "
+                             "with ties='drop').")
+        if not keep.all():
+            ids, Z, score, freq = ids[keep], Z[keep], score[keep], freq[keep]
+            ipw = None if ipw is None else ipw[keep]
+        if ipw is not None:
+            ipw = ipw / (np.dot(freq, ipw) / freq.sum())
+        items, codes = encode_ids(ids)
+        check_ids(name, items)
+        M = len(items)
+        buckets = _bt_solver.aggregate(codes, score, Z, freq, ipw, M)
+        n_battles = (np.bincount(codes[:, 0], weights=freq, minlength=M)
+                     + np.bincount(codes[:, 1], weights=freq, minlength=M))
+        return items, buckets, n_battles
+
+    def _reduce_dask(self, X, y, sample_weight, sampling_proba):
+        """The same reduction for Dask collections, block by block (see ``_bt_dask``)."""
+        from . import _bt_dask
+
+        items, self.classes_, self.first_wins_label_, buckets, n_battles = _bt_dask.prepare_dask(
+            self, X, y, sample_weight, sampling_proba)
+        self.n_features_in_ = len(X.columns) if hasattr(X, "columns") else int(X.shape[1])
+        names = _bt_dask.feature_names(X)
+        if names is None:
+            self.__dict__.pop("feature_names_in_", None)
+        else:
+            self.feature_names_in_ = names
+        return items, buckets, n_battles
 
     def _anchor_shift(self, xi):
         if self.anchor is None:

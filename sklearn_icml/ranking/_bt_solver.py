@@ -12,6 +12,9 @@ from scipy.special import expit
 
 from ._battles import pair_graph_report
 
+#: Newton steps this small (max-norm) are taken whole: the line search cannot resolve their decrease.
+_FULL_STEP = 1e-6
+
 
 class Buckets:
     """Distinct battles with their weights.
@@ -151,12 +154,20 @@ def newton(a, b, y, n, Z, n_items, alpha, *, theta0=None, tol=1e-10, max_iter=10
         step = -_solve(_augment(H, M), g)
         slope = float(g @ step)
         t = 1.0
+        move = None
         for _ in range(60):
             f_new = _objective(theta + t * step, a, b, y, n, Z, M, alpha)
-            if f_new <= f + 1e-4 * t * slope or t * np.max(np.abs(step), initial=0.0) <= tol:
+            if f_new <= f + 1e-4 * t * slope:
+                break
+            if t * np.max(np.abs(step), initial=0.0) <= tol:
+                # the objective's rounding hides the decrease of a tiny step: converged, and a full step this
+                # small is taken whole (Newton's quadratic accuracy instead of an iterate tol short of the optimum)
+                if np.max(np.abs(step), initial=0.0) <= _FULL_STEP:
+                    move = step
+                    f_new = _objective(theta + step, a, b, y, n, Z, M, alpha)
                 break
             t *= 0.5
-        theta = theta + t * step
+        theta = theta + (t * step if move is None else move)
         theta[:M] -= theta[:M].mean() if M else 0.0
         change = t * np.max(np.abs(step), initial=0.0)
         if verbose:

@@ -278,3 +278,17 @@ def test_monte_carlo_ls_ece_is_a_differentiable_regulariser(device):
         opt.step()
     after = float(ls_ece(yt, L / log_t.exp().detach(), response="logits", sigma=0.1))
     assert after < 0.8 * before
+
+
+def test_documented_grid_step_is_the_step_the_code_uses():
+    """The docstrings state the grid step as sigma/N with N read from the code, and the grid uses that step."""
+    from sklearn_icml.metrics import _ls_ece
+    from sklearn_icml.metrics._backend import get_ops
+
+    steps = _ls_ece._STEPS_PER_SIGMA
+    assert f"sigma/{steps}" in " ".join(ls_ece.__doc__.split())
+    assert f"sigma/{steps}" in _ls_ece._gaussian_grid_sums.__doc__
+    z = np.array([-1.0, 0.0, 2.5])
+    t, _, _, h = _ls_ece._gaussian_grid_sums(get_ops(z), z, np.array([0.0, 1.0, 1.0]), np.ones(3), 0.2)
+    assert h == 0.2 / steps
+    np.testing.assert_allclose(np.diff(t), 0.2 / steps, rtol=1e-9)

@@ -1,0 +1,177 @@
+"""Dask collections as inputs: the Dask result equals the in-memory one, whatever the chunking.
+
+The methods whose statistics add up over the rows (Bradley-Terry pair counts,
+private k-means cell counts and sums, the calibration grids) reduce each block
+on a two-worker ``LocalCluster`` bound to 127.0.0.1 (threads in one process, so
+the module starts fast) and finish in memory; each test compares with the
+in-memory call on the same data under three chunkings.
+"""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("distributed")
+da = pytest.importorskip("dask.array")
+dd = pytest.importorskip("dask.dataframe")
+pd = pytest.importorskip("pandas")
+
+from sklearn_icml.metrics import binned_ece, ls_ece, ls_reliability_curve  # noqa: E402
+from sklearn_icml.ranking import BradleyTerryRanker  # noqa: E402
+
+pytestmark = [pytest.mark.distributed, pytest.mark.timeout(300)]
+
+#: Three row chunkings of the same data: one block, uneven blocks, many small blocks (with a short last one).
+CHUNKINGS = ["one", "uneven", "small"]
+
+
+def _chunks(n, how):
+    if how == "one":
+        return (n,)
+    if how == "uneven":
+        cut = [n // 7, n // 2 - n // 7, n - n // 2]
+        return tuple(cut)
+    step = max(1, n // 9)
+    return tuple([step] * (n // step) + ([n % step] if n % step else []))
+
+
+def _to_dask(a, how):
+    a = np.asarray(a)
+    return da.from_array(a, chunks=(_chunks(len(a), how),) + a.shape[1:])
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp",
+                                       host="127.0.0.1", dashboard_address=None)
+    with distributed.Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+def test_import_does_not_import_dask():
+    code = "import sys, sklearn_icml, sklearn_icml.ranking, sklearn_icml.cluster, sklearn_icml.metrics; " \
+           "print('dask' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+# ------------------------------------------------------------------------------------------------ ranking
+
+
+def _battles(n_covariates=0, n=2000):
+    from sklearn_icml.datasets import make_arena_battles
+
+    X, y = make_arena_battles(n_battles=n, n_competitors=7, n_covariates=n_covariates, random_state=0)[:2]
+    return np.asarray(X, dtype=object), np.asarray(y)
+
+
+@pytest.mark.parametrize("how", CHUNKINGS)
+def test_bradley_terry_dask_array_equals_in_memory(client, how):
+    X, y = _battles()
+    ref = BradleyTerryRanker().fit(X, y)
+    got = BradleyTerryRanker().fit(_to_dask(X, how), _to_dask(y, how))
+    np.testing.assert_array_equal(got.items_, ref.items_)
+    np.testing.assert_array_equal(got.classes_, ref.classes_)
+    np.testing.assert_allclose(got.ratings_, ref.ratings_, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(got.rating_intervals_, ref.rating_intervals_, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(got.n_battles_, ref.n_battles_)
+    assert got.n_features_in_ == 2
+
+
+def test_bradley_terry_ratings_follow_the_counts(client):
+    # an independent check of the reduced counts: a competitor's weighted battle count is its row count
+    X, y = _battles()
+    got = BradleyTerryRanker().fit(_to_dask(X, "small"), _to_dask(y, "small"))
+    expected = [np.sum(X[:, 0] == item) + np.sum(X[:, 1] == item) for item in got.items_]
+    np.testing.assert_array_equal(got.n_battles_, expected)
+
+
+@pytest.mark.parametrize("how", CHUNKINGS)
+def test_bradley_terry_dask_dataframe_with_covariates_weights_and_ipw(client, how):
+    X, y = _battles(n_covariates=2)
+    rng = np.random.RandomState(0)
+    w = rng.randint(0, 3, len(y)).astype(float)
+    proba = rng.uniform(0.2, 1.0, len(y))
+    frame = pd.DataFrame({"first": X[:, 0], "second": X[:, 1], "len": X[:, 2].astype(float),
+                          "md": X[:, 3].astype(float)})
+    params = dict(alpha=0.1, ties="drop")
+    ref = BradleyTerryRanker(**params).fit(frame, y, sample_weight=w, sampling_proba=proba)
+    n_parts = len(_chunks(len(y), how))
+    got = BradleyTerryRanker(**params).fit(
+        dd.from_pandas(frame, npartitions=n_parts, sort=False), dd.from_pandas(pd.Series(y), npartitions=n_parts,
+                                                                               sort=False),
+        sample_weight=w, sampling_proba=proba)
+    np.testing.assert_allclose(got.ratings_, ref.ratings_, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(got.covariate_coef_, ref.covariate_coef_, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(got.covariance_, ref.covariance_, rtol=1e-8, atol=1e-12)
+    np.testing.assert_array_equal(got.feature_names_in_, ref.feature_names_in_)
+
+
+def test_bradley_terry_bootstrap_runs_on_the_workers(client):
+    X, y = _battles()
+    params = dict(ci_method="bootstrap", n_bootstrap=8, random_state=0)
+    ref = BradleyTerryRanker(**params).fit(X, y)
+    with distributed.get_task_stream(client) as stream:
+        got = BradleyTerryRanker(**params).fit(_to_dask(X, "uneven"), _to_dask(y, "uneven"))
+    np.testing.assert_allclose(got.bootstrap_ratings_, ref.bootstrap_ratings_, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(got.rating_intervals_, ref.rating_intervals_, rtol=0, atol=1e-10)
+    names = {task["key"][0] if isinstance(task["key"], tuple) else task["key"] for task in stream.data}
+    assert any("bootstrap_chunk" in str(name) for name in names), sorted(map(str, names))[:10]
+
+
+def test_bradley_terry_refuses_other_inputs(client):
+    import dask.bag as db
+
+    X, y = _battles()
+    with pytest.raises(TypeError, match="dask.array.Array, dask.dataframe.DataFrame"):
+        BradleyTerryRanker().fit(db.from_sequence(X.tolist(), npartitions=2), _to_dask(y, "one"))
+    with pytest.raises(TypeError, match="X as a dask.array.Array"):
+        BradleyTerryRanker().fit(X, _to_dask(y, "one"))
+
+
+# ------------------------------------------------------------------------------------------------ metrics
+
+
+def _binary_scores(n=6000):
+    rng = np.random.RandomState(0)
+    p = rng.uniform(0.02, 0.98, n)
+    p[:4], p[4:7] = 1.0, 0.0  # saturated scores: the point masses at +-inf
+    y = (rng.uniform(size=n) < p).astype(int)
+    w = rng.uniform(0.0, 2.0, n)
+    return y, p, w
+
+
+@pytest.mark.parametrize("how", CHUNKINGS)
+def test_calibration_metrics_dask_equal_in_memory(client, how):
+    y, p, w = _binary_scores()
+    Y, P, W = _to_dask(y, how), _to_dask(p, how), _to_dask(w, how)
+    assert ls_ece(Y, P, sample_weight=W) == pytest.approx(ls_ece(y, p, sample_weight=w), rel=0, abs=1e-12)
+    assert binned_ece(Y, P, sample_weight=W) == pytest.approx(binned_ece(y, p, sample_weight=w), rel=0, abs=1e-12)
+    curve, ref = ls_reliability_curve(Y, P, sample_weight=W), ls_reliability_curve(y, p, sample_weight=w)
+    assert curve[0].shape == ref[0].shape == (102,)  # 100 points and the two point masses
+    np.testing.assert_allclose(curve[0], ref[0], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(curve[1], ref[1], rtol=0, atol=1e-12)
+
+
+def test_calibration_metrics_dask_dataframe_multiclass(client):
+    rng = np.random.RandomState(1)
+    S = rng.dirichlet(np.ones(4), 3000)
+    labels = np.array(["ant", "bee", "cat", "dog"])[rng.randint(0, 4, 3000)]
+    frame, series = dd.from_pandas(pd.DataFrame(S), npartitions=5), dd.from_pandas(pd.Series(labels), npartitions=5)
+    assert ls_ece(series, frame) == pytest.approx(ls_ece(labels, S), rel=0, abs=1e-12)
+    assert binned_ece(series, frame, multiclass="classwise") == pytest.approx(
+        binned_ece(labels, S, multiclass="classwise"), rel=0, abs=1e-12)
+
+
+def test_calibration_metrics_dask_refusals(client):
+    y, p, _ = _binary_scores(500)
+    Y, P = _to_dask(y, "uneven"), _to_dask(p, "uneven")
+    with pytest.raises(ValueError, match="noise='gaussian' with estimator='grid'"):
+        ls_ece(Y, P, noise="uniform")
+    with pytest.raises(ValueError, match="strategy='uniform'"):
+        binned_ece(Y, P, strategy="quantile")
+    with pytest.raises(ValueError, match="sample_weight sums to 0"):
+        ls_ece(Y, P, sample_weight=np.zeros(len(y)))
