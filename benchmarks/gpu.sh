@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One prepared run for a machine with CUDA: install the project, run the cuda-marked tests, the common
 # checks with device="cuda", and the GPU rows of every benchmark that takes --device. Everything goes
-# to OUTDIR/gpu_tables.md (OUTDIR: first argument, else $OUT, else ./gpu-results).
+# to OUTDIR/gpu_tables.md (OUTDIR: first argument, else $OUT, else ./gpu-results); every benchmark run saves its
+# results file to OUTDIR/results (--quick runs as <bench>.quick.json, never published); merge the full ones here with
+#   python benchmarks/render_docs.py --merge OUTDIR/results
 #
 #   bash benchmarks/gpu_wheels.sh          # here, where a package index is reachable (fills .whl/)
 #   bash benchmarks/gpu.sh "$OUT"          # there (carry .whl)
@@ -50,10 +52,10 @@ for bench in benchmarks/bench_*.py; do
   extra=()
   grep -q -- "--no-peer" "$bench" && extra+=(--no-peer)
   echo -e "\n## $bench --quick --device cuda ${extra[*]}\n" >> "$report"
-  $py "$bench" --quick --device cuda "${extra[@]}" --output "$report" > "$out/$(basename "$bench" .py).log" 2>&1 || {
+  $py "$bench" --quick --device cuda "${extra[@]}" --output "$report" --results-dir "$out/results" > "$out/$(basename "$bench" .py).log" 2>&1 || {
     status=1; echo "FAILED, see $(basename "$bench" .py).log" >> "$report"; }
 done
 # S14 scheduling: the full GPU rows (n = 5000 and 10,000, B = 250, 500 epochs, CP-SAT at 60 s; epoch CPU vs GPU)
-run $py benchmarks/bench_scheduling.py --device cuda --seeds 1 --only gpu --output "$report"
+run $py benchmarks/bench_scheduling.py --device cuda --seeds 1 --only gpu --output "$report" --results-dir "$out/results"
 echo "gpu.sh finished with status $status; tables in $report"
 exit $status

@@ -26,7 +26,7 @@ extensions = [
 
 templates_path = ["_templates"]
 exclude_patterns = ["_build", "generated/backreferences", "sg_execution_times.rst", "auto_examples/*.ipynb",
-                    "auto_examples/**/*.ipynb"]
+                    "auto_examples/**/*.ipynb", "benchmarks/_text"]
 html_theme = "pydata_sphinx_theme"
 html_title = f"sklearn-icml {release}"
 html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2}

@@ -1,0 +1,354 @@
+"""The generated benchmark pages: rendered from the saved results files and checked against them.
+
+Runs no benchmark. Every number on a page is recomputed here from the raw per-seed values (independently of
+``benchmarks/_bench.py``: numpy for mean and spread, ``scipy.stats.ttest_rel`` for the paired interval).
+"""
+
+import importlib.util
+import json
+import math
+import os
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH_DIR = ROOT / "benchmarks"
+RESULTS_DIR = BENCH_DIR / "results"
+DOC_DIR = ROOT / "doc"
+
+
+def _module(name):
+    spec = importlib.util.spec_from_file_location(name, BENCH_DIR / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+render = _module("render_docs")
+bench = _module("_bench")
+
+RESULTS = sorted(p for p in RESULTS_DIR.glob("*.json") if not p.name.endswith(".quick.json"))
+
+# ---------------------------------------------------------------------------------------------- fixtures
+
+
+def _fixture_run(results_dir, *, name="fixture", seeds=4, shift=0.0):
+    """A small results file written through the benchmark helper itself (no benchmark runs)."""
+    args = bench.bench_args("Fixture benchmark: a tiny race.", ["--results-dir", str(results_dir), "--seeds",
+                                                                 str(seeds)], name=name)
+    race = bench.Table("Fit time, n=2*10^4", "seconds", higher_is_better=False)
+    noisy = [0.3, -0.4, 0.25, -0.35, 0.1, -0.15]
+    for s in args.seeds:
+        race.add("n=10", "FixtureEstimator", 1.0 + 0.01 * s + shift, ours=True, seed=s)
+        race.add("n=10", "slow_peer", 2.0 + 0.02 * s + shift, seed=s)
+        race.add("n=10", "fast_peer", 0.5 + 0.01 * s + shift, seed=s)
+        race.add("n=20", "FixtureEstimator", 1.0 + noisy[s] + shift, ours=True, seed=s)
+        race.add("n=20", "slow_peer", 1.0 + shift, seed=s)
+    race.bar("FixtureEstimator within 1.5 s (a budget)", race.mean("n=10", "FixtureEstimator"), 1.5)
+    race.bar("FixtureEstimator no slower than fast_peer", race.mean("n=10", "FixtureEstimator") /
+             race.mean("n=10", "fast_peer"), 1.0, op="<=")
+    race.claim("twice as fast as slow_peer", paper="2x", reproduced="yes", measured="2x")
+    quality = bench.Table("Quality", "ARI", higher_is_better=True)
+    for s in args.seeds:
+        quality.add("blobs", "FixtureEstimator", 0.9 - 0.01 * s, ours=True, seed=s)
+        quality.add("blobs", "peer", 0.8 - 0.01 * s, seed=s)
+        quality.add("blobs", "broken peer", float("nan"), seed=s)
+    quality.claim("beats the peer by 0.2 ARI", paper="+0.2", reproduced="partly", measured=0.1)
+    quality.note("a note with `markup` and *stars*")
+    with open(os.devnull, "w") as devnull:
+        bench.emit([race, quality], args, file=devnull, estimators=["FixtureEstimator"])
+    return results_dir / f"{name}.json"
+
+
+@pytest.fixture
+def fixture_tree(tmp_path):
+    results = tmp_path / "results"
+    _fixture_run(results)
+    doc = tmp_path / "doc"
+    (doc / "benchmarks").mkdir(parents=True)
+    return results, doc
+
+
+def _files(include_fixture_dir=None):
+    files = list(RESULTS)
+    if include_fixture_dir is not None:
+        files += sorted(include_fixture_dir.glob("*.json"))
+    return files
+
+
+# ------------------------------------------------------------------------------------ independent derivation
+
+
+def _raw(table):
+    out = {}
+    for r in table["rows"]:
+        vals = {}
+        for v in r["values"]:
+            x = v["value"]
+            vals.setdefault(v["seed"], []).append(math.nan if x is None else float(x) if not isinstance(x, str)
+                                                  else (math.inf if x == "inf" else -math.inf))
+        out[(r["case"], r["method"])] = (r["ours"], vals)
+    return out
+
+
+def _expected_rows(table):
+    """(case, method) -> (mean, std, ratio, verdict) from the raw values and the definitions."""
+    from scipy.stats import ttest_rel
+
+    raw = _raw(table)
+    higher = table["direction"] == "higher"
+    stats = {}
+    for key, (_, vals) in raw.items():
+        flat = np.array([x for seed in vals for x in vals[seed]], dtype=float)
+        flat = flat[~np.isnan(flat)]
+        stats[key] = (flat.mean() if flat.size else math.nan, flat.std(ddof=1) if flat.size > 1 else
+                      (0.0 if flat.size else math.nan), flat.size)
+    expected = {}
+    for case in {c for c, _ in raw}:
+        peers = [m for (c, m), (ours, _) in raw.items() if c == case and not ours and stats[(c, m)][2] > 0]
+        best = None
+        if peers:
+            best = sorted(peers, key=lambda m: (-stats[(case, m)][0] if higher else stats[(case, m)][0]))[0]
+        for (c, m), (ours, vals) in raw.items():
+            if c != case:
+                continue
+            mean, std, n = stats[(c, m)]
+            ratio = verdict = None
+            if best is not None and n > 0:
+                ref = stats[(case, best)][0]
+                ratio = mean / ref if ref != 0 else math.nan
+                if ours and table.get("verdicts", True):
+                    peer_vals = raw[(case, best)][1]
+                    a, b = [], []
+                    for seed, xs in vals.items():
+                        for x, y in zip(xs, peer_vals.get(seed, [])):
+                            if not (math.isnan(x) or math.isnan(y)):
+                                a.append(x)
+                                b.append(y)
+                    verdict = "tie"
+                    if len(a) >= 2:
+                        d = np.subtract(a, b)
+                        if np.all(d == d[0]):  # constant difference: the interval is the point itself
+                            low = high = d[0]
+                        else:
+                            low, high = ttest_rel(a, b).confidence_interval(0.95)
+                        if low > 0 or high < 0:
+                            verdict = "win" if (np.mean(d) > 0) == higher else "loss"
+            expected[(c, m)] = (mean, std, ratio, verdict)
+    return expected
+
+
+def _close(a, b):
+    if a is None or b is None:
+        return a is None and b is None
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    return a == pytest.approx(b, rel=1e-9, abs=1e-12)
+
+
+def _check_numbers(path, page_text):
+    doc = render.load(path)
+    for _label, _, parts in render.page_tables(doc):
+        for _, table, rows in parts:
+            expected = _expected_rows(table)
+            assert {(r["case"], r["method"]) for r in rows} == set(expected), (path.name, table["title"])
+            for r in rows:
+                mean, std, ratio, verdict = expected[(r["case"], r["method"])]
+                where = f"{path.name}: {table['title']!r}, {r['case']!r}, {r['method']!r}"
+                assert _close(r["mean"], mean) and _close(r["std"], std), where
+                assert _close(r["ratio"], ratio), where
+                assert r["verdict"] == verdict, where
+                # and the page shows these numbers
+                assert f"{bench._fmt(mean)} ± {bench._fmt(std)}" in page_text, where
+                if verdict:
+                    assert f"{verdict} vs {render.esc(r['best_peer'])}" in page_text, where
+
+
+# ------------------------------------------------------------------------------------------------- tests
+
+
+def test_committed_pages_are_the_rendered_results():
+    start = time.perf_counter()
+    pages = render.render_all(RESULTS_DIR, BENCH_DIR, DOC_DIR)
+    assert time.perf_counter() - start < 10, "rendering every page must take under 10 s"
+    differing = [rel for rel, text in pages.items()
+                 if not (DOC_DIR / rel).exists() or (DOC_DIR / rel).read_text(encoding="utf-8") != text]
+    assert not differing, f"run python benchmarks/render_docs.py: {differing} differ from the results"
+    assert render.main(["--check"]) == 0
+
+
+def test_check_names_a_hand_edited_page(fixture_tree, capsys):
+    results, doc = fixture_tree
+    argv = ["--results-dir", str(results), "--doc-dir", str(doc)]
+    assert render.main(argv) == 0
+    assert render.main(["--check"] + argv) == 0
+    page = doc / "benchmarks" / "fixture.rst"
+    page.write_text(page.read_text().replace("1.015 ± 0.01291", "0.9 ± 0.01291"))
+    capsys.readouterr()
+    assert render.main(["--check"] + argv) == 1
+    err = capsys.readouterr().err
+    assert "doc/benchmarks/fixture.rst differs" in err and "negative_results" not in err
+
+
+@pytest.mark.parametrize("path", RESULTS, ids=[p.stem for p in RESULTS])
+def test_saved_numbers_recomputed_from_the_raw_values(path):
+    _check_numbers(path, (DOC_DIR / "benchmarks" / f"{path.stem}.rst").read_text(encoding="utf-8"))
+
+
+def test_fixture_numbers_recomputed_and_verdicts_need_the_interval(fixture_tree):
+    results, doc = fixture_tree
+    pages = render.render_all(results, BENCH_DIR, doc)
+    path = results / "fixture.json"
+    _check_numbers(path, pages["benchmarks/fixture.rst"])
+    rows = {(r["case"], r["method"]): r for r in render.table_rows(render.load(path)["tables"][0])}
+    assert rows[("n=10", "FixtureEstimator")]["verdict"] == "loss"  # constant paired difference
+    # n=20: the mean is lower than the peer's but the paired interval holds 0
+    assert rows[("n=20", "FixtureEstimator")]["mean"] < 1.0
+    assert rows[("n=20", "FixtureEstimator")]["verdict"] == "tie"
+
+
+@pytest.mark.parametrize("path", RESULTS, ids=[p.stem for p in RESULTS])
+def test_every_results_file_carries_provenance(path):
+    doc = render.load(path)  # validates every field
+    prov = doc["provenance"]
+    assert prov["commit"] and prov["start"] <= prov["end"] and prov["wall_seconds"] > 0
+    assert prov["hardware"]["cpu"] and prov["hardware"]["cores"] >= 1 and prov["versions"]["numpy"]
+    assert doc["bench"] == path.stem and not doc["quick"]
+
+
+def test_every_estimator_is_in_a_results_file_or_awaits_a_rerun():
+    """100 % of ``all_estimators()`` in the saved results, except the estimators of benchmarks that have
+    no results file yet: those must at least be measured by that (not yet re-run) benchmark script."""
+    import re
+
+    from sklearn_icml.utils.discovery import all_estimators
+
+    names = {name for name, _ in all_estimators()}
+    covered = set()
+    for path in RESULTS:
+        covered |= set(json.loads(path.read_text())["estimators"])
+    assert covered <= names, f"results name unknown estimators: {sorted(covered - names)}"
+    saved = {p.stem for p in RESULTS}
+    waiting = {p.stem[len("bench_"):]: p.read_text(encoding="utf-8") for p in BENCH_DIR.glob("bench_*.py")
+               if p.stem[len("bench_"):] not in saved}
+    in_no_benchmark = sorted(n for n in names - covered
+                             if not any(re.search(rf"\b{n}\b", text) for text in waiting.values()))
+    assert not in_no_benchmark, f"estimators measured by no benchmark (saved or awaiting a re-run): {in_no_benchmark}"
+
+
+def _expected_negatives(doc):
+    """Independent list of (kind, identifying text) of one results file."""
+    out = []
+    for run in [doc] + doc.get("merged_runs", []):
+        for table in run["tables"]:
+            for b in table.get("bars", []):
+                m = b["measured"]
+                m = math.nan if m is None else float(m)
+                ok = {"<=": m <= b["threshold"], "<": m < b["threshold"], ">=": m >= b["threshold"],
+                      ">": m > b["threshold"]}[b["op"]] and not math.isnan(m)
+                if not ok:
+                    out.append(("target", b["text"]))
+            out += [("claim", c["text"]) for c in table.get("claims", []) if c["reproduced"] in ("no", "partly")]
+            out += [("loss", f"{case}: {method} ") for (case, method), (_, _, _, v) in _expected_rows(table).items()
+                    if v == "loss"]
+    return out
+
+
+def _section(page, title):
+    """The lines of the page's section headed ``title`` (up to the next section)."""
+    lines = page.splitlines()
+
+    def is_heading(i):
+        return i + 1 < len(lines) and lines[i] and lines[i + 1] == "-" * len(lines[i])
+
+    start = next(i for i in range(len(lines)) if lines[i] == title and is_heading(i))
+    end = next((i for i in range(start + 2, len(lines)) if is_heading(i)), len(lines))
+    return lines[start + 2:end]
+
+
+@pytest.mark.parametrize("which", ["committed", "fixture"])
+def test_negative_results_page_lists_exactly_the_negatives(which, fixture_tree):
+    if which == "committed":
+        results, doc_dir, files = RESULTS_DIR, DOC_DIR, RESULTS
+        page = (DOC_DIR / "negative_results.rst").read_text(encoding="utf-8")
+    else:
+        results, doc_dir = fixture_tree
+        files = sorted(results.glob("*.json"))
+        page = render.render_all(results, BENCH_DIR, doc_dir)["negative_results.rst"]
+    for path in files:
+        doc = json.loads(path.read_text())
+        title = render.title_of(doc["bench"], BENCH_DIR, doc_dir)
+        section = _section(page, title)
+        expected = _expected_negatives(doc)
+        bullets = [ln for ln in section if ln.startswith("- ")]
+        assert len(bullets) == len(expected), (path.name, bullets, expected)
+        for kind, text in expected:
+            assert any(render.esc(text) in b for b in bullets), (path.name, kind, text)
+    if which == "fixture":
+        # one missed target, one partly reproduced claim, one loss (n=10; n=20 is a tie, the quality row a win)
+        assert sorted(kind for kind, _ in expected) == ["claim", "loss", "target"]
+
+
+def test_merge_keeps_the_cpu_rows_and_shows_both(tmp_path, fixture_tree, capsys):
+    results, doc = fixture_tree
+    before = json.loads((results / "fixture.json").read_text())
+    gpu_dir = tmp_path / "gpu" / "results"
+    _fixture_run(gpu_dir, shift=-0.4)
+    gpu = json.loads((gpu_dir / "fixture.json").read_text())
+    gpu["provenance"]["hardware"].update(device="cuda", gpu={"name": "FakeGPU", "driver": "1", "cuda": "12"})
+    (gpu_dir / "fixture.json").write_text(json.dumps(gpu))
+    (gpu_dir / "fixture.quick.json").write_text("{}")  # a quick run: never merged
+    argv = ["--results-dir", str(results), "--doc-dir", str(doc)]
+    assert render.main(["--merge", str(gpu_dir)] + argv) == 0
+    assert render.main(["--merge", str(gpu_dir)] + argv) == 0  # twice: replaced, not duplicated
+    after = json.loads((results / "fixture.json").read_text())
+    assert after["tables"] == before["tables"] and after["provenance"] == before["provenance"]
+    assert [m["key"] for m in after["merged_runs"]] == ["cuda: FakeGPU"]
+    page = (doc / "benchmarks" / "fixture.rst").read_text()
+    assert "FakeGPU (cuda)" in page and "CPU, " in page
+    assert "1.015 ± 0.01291" in page and "0.615 ± 0.01291" in page  # the CPU row and the GPU row
+    # merging a run of the saved hardware is refused: CPU rows are never overwritten
+    cpu_again = tmp_path / "cpu"
+    _fixture_run(cpu_again, shift=5.0)
+    assert render.main(["--merge", str(cpu_again)] + argv) == 0
+    assert "skipped: same hardware" in capsys.readouterr().out
+    assert json.loads((results / "fixture.json").read_text())["tables"] == before["tables"]
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda d: d.pop("provenance"), "'provenance'"),
+    (lambda d: d["provenance"].pop("commit"), "'provenance.commit'"),
+    (lambda d: d["provenance"]["hardware"].update(device="tpu"), "'provenance.hardware.device'"),
+    (lambda d: d["tables"][0]["rows"][1]["values"][0].update(value="fast"), "'tables[0].rows[1].values[0].value'"),
+    (lambda d: d["tables"][0]["bars"][0].update(met=False), "'tables[0].bars[0].met'"),
+    (lambda d: d["tables"][1]["claims"][0].update(reproduced="mostly"), "'tables[1].claims[0].reproduced'"),
+])
+def test_a_malformed_file_fails_naming_file_and_field(fixture_tree, capsys, edit, field):
+    results, doc = fixture_tree
+    data = json.loads((results / "fixture.json").read_text())
+    edit(data)
+    (results / "fixture.json").write_text(json.dumps(data))
+    assert render.main(["--results-dir", str(results), "--doc-dir", str(doc)]) == 2
+    err = capsys.readouterr().err
+    assert "fixture.json" in err and field in err
+    with pytest.raises(render.ResultsError, match="fixture.json"):
+        render.render_all(results, BENCH_DIR, doc)
+
+
+def test_quick_runs_are_not_published_and_unsaved_benchmarks_are_named(fixture_tree):
+    results, doc = fixture_tree
+    shutil.copy(results / "fixture.json", results / "other.quick.json")
+    pages = render.render_all(results, BENCH_DIR, doc)
+    assert "benchmarks/other.rst" not in pages and "benchmarks/fixture.rst" in pages
+    saved = {p.stem for p in RESULTS}
+    for script in BENCH_DIR.glob("bench_*.py"):
+        name = script.stem[len("bench_"):]
+        if name not in saved:
+            assert f"``{name}``" in pages["benchmarks.rst"] or f"benchmarks/{name}`" in pages["benchmarks.rst"]
+    assert "not yet saved" in pages["benchmarks.rst"] or not (set(BENCH_DIR.glob("bench_*.py")) - saved)
+    # the output depends on the results only: rendering twice gives the same pages
+    assert render.render_all(results, BENCH_DIR, doc) == pages
