@@ -63,6 +63,14 @@ from ._seismic import convolutional_seismogram, load_openfwi, make_layered_earth
 
 __all__ += ["convolutional_seismogram", "load_openfwi", "make_layered_earth"]
 
+from ._swiss_roll import make_swiss_roll_2d  # noqa: E402
+
+__all__ += ["make_swiss_roll_2d"]
+
 from ._multimodal import make_multimodal_embeddings  # noqa: E402
 
 __all__ += ["make_multimodal_embeddings"]
+
+from ._dynamics import make_kuramoto_sivashinsky, make_lorenz63  # noqa: E402
+
+__all__ += ["make_kuramoto_sivashinsky", "make_lorenz63"]

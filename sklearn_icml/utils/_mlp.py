@@ -20,7 +20,7 @@ from torch import nn
 __all__ = ["ACTIVATIONS", "StandardizedMLP", "mlp_coefs"]
 
 #: Activations by name (the strings estimators accept).
-ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "gelu": nn.GELU, "elu": nn.ELU}
+ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "gelu": nn.GELU, "elu": nn.ELU, "silu": nn.SiLU}
 
 
 def _linear(n_in, n_out, generator, *, bias=True, dtype=None):
@@ -63,7 +63,7 @@ class StandardizedMLP(nn.Module):
         Input and output widths.
     hidden : sequence of int
         Widths of the hidden layers (empty: a linear model).
-    activation : {"relu", "tanh", "gelu", "elu"}, default="relu"
+    activation : {"relu", "tanh", "gelu", "elu", "silu"}, default="relu"
         Activation of the hidden layers.
     x_mean, x_scale, y_mean, y_scale : array-like, default=None
         Standardisation constants (0 and 1 when None).
