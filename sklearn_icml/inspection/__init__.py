@@ -2,7 +2,8 @@
 
 * :class:`AttributionCombiner`: per-input optimal convex combination of base
   attribution maps for a quality criterion (faithfulness, robustness or both),
-  Decker et al., ICML 2024.
+  Decker et al., ICML 2024, and :func:`aggregate_attributions`, the paper's
+  fixed-rule baselines AGG_mean and AGG_var.
 * Base attribution methods for fitted scikit-learn estimators (black box),
   torch modules (autograd) and callables: :func:`saliency`,
   :func:`input_x_gradient`, :func:`integrated_gradients`, :func:`smoothgrad`,
@@ -15,6 +16,7 @@
 torch is imported only when a torch module is explained.
 """
 
+from ._aggregation import aggregate_attributions
 from ._attribution_combiner import AttributionCombiner
 from ._attributions import (
     feature_ablation,
@@ -30,6 +32,7 @@ from ._metrics import avg_sensitivity, faithfulness_correlation, infidelity, max
 
 __all__ = [
     "AttributionCombiner",
+    "aggregate_attributions",
     "avg_sensitivity",
     "faithfulness_correlation",
     "feature_ablation",

@@ -25,6 +25,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..utils._random import draw_seed
 from ..utils._sklearn_private import HasMethods, Interval, StrOptions, _fit_context
 from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device
+from ._aggregation import AGG_VAR_OFFSET, _inverse_variance
 from ._attributions import BASE_METHODS, _Context, _draw, _feature_vector, _groups
 from ._metrics import _infidelity_values, _optimal_scale, _output_drops, _subset_masks
 from ._model import _is_torch_module, make_model
@@ -176,6 +177,7 @@ default="auto"
     See Also
     --------
     integrated_gradients : One of the base methods.
+    aggregate_attributions : The paper's fixed-rule baselines AGG_mean and AGG_var.
     infidelity : The faithfulness criterion, on any attribution.
     avg_sensitivity : The robustness criterion, on any explanation function.
 
@@ -447,7 +449,8 @@ default="auto"
         """Per-input quantities on the ``which`` ("fit" or "eval") perturbations.
 
         Returns a dict with ``a`` (k, n, m_f), the projections ``I' phi_i``,
-        and ``df`` (n, m_f), the output drops, when ``faithfulness``; and
+        ``I`` (n, m_f, d), the perturbations, and ``df`` (n, m_f), the
+        output drops, when ``faithfulness``; and
         ``delta`` (k, n, m_r, d), the changes of the base maps under the
         robustness perturbations, when ``robustness``.
         """
@@ -457,6 +460,7 @@ default="auto"
             I = draws[f"masks_{which}"][None] * (X - self.baseline_)[:, None, :]  # (n, m_f, d)
             out["df"] = _output_drops(model, X, t, I)
             out["a"] = np.einsum("knd,nmd->knm", phi, I)
+            out["I"] = I
         if robustness:
             eps = draws[f"eps_{which}"]
             m_r = eps.shape[0]
@@ -499,8 +503,9 @@ default="auto"
         """The combination and everything around it, for validated ``X`` (float64).
 
         ``evaluate`` may hold ``"infidelity"`` and ``"sensitivity"``: the
-        held-out values of the base maps, the combination and the plain
-        average of the normalised maps (columns ``0..k-1``, ``k``, ``k+1``),
+        held-out values of the base maps, the combination, the plain
+        average of the normalised maps (AGG_mean) and their inverse-variance
+        aggregate (AGG_var) (columns ``0..k-1``, ``k``, ``k+1``, ``k+2``),
         on ``n_eval`` = (robustness, faithfulness) fresh perturbations.
         ``criteria`` (a tuple of criteria) computes several combinations on
         the same base maps and perturbations and returns a dict of results.
@@ -516,9 +521,9 @@ default="auto"
             res = {"draws": draws, "attributions": np.empty((n, d)), "weights": np.empty((n, k)),
                    "base": np.empty((n, k, d)), "objective": np.empty(n), "base_objectives": np.empty((n, k))}
             for key in evaluate:
-                res[key] = np.empty((n, k + 2))
+                res[key] = np.empty((n, k + 3))
             if "sensitivity" in evaluate:
-                res["relative_sensitivity"] = np.empty((n, k + 2))
+                res["relative_sensitivity"] = np.empty((n, k + 3))
             results[criterion] = res
         faith = any(c in ("faithfulness", "both") for c in todo)
         robust = any(c in ("robustness", "both") for c in todo)
@@ -595,7 +600,7 @@ default="auto"
         return res["attributions"]
 
     def evaluate(self, X, metrics=("infidelity", "sensitivity")):
-        """Held-out quality of every base method, of the combination and of the plain average.
+        """Held-out quality of every base method, of the combination and of the fixed-rule aggregates.
 
         Fresh perturbations, independent of those the weights were fitted on,
         as in :meth:`score`; the combination keeps the weights of each input.
@@ -611,12 +616,15 @@ default="auto"
         Returns
         -------
         result : :class:`~sklearn.utils.Bunch`
-            ``names``: the methods, then ``"combination"`` and ``"average"``
-            (``n_methods + 2`` names); ``infidelity`` (optimally rescaled, on
+            ``names``: the methods, then ``"combination"``, ``"average"``
+            (the paper's AGG_mean of the normalised base maps) and
+            ``"inverse_variance"`` (its AGG_var, see
+            :func:`aggregate_attributions`) (``n_methods + 3`` names);
+            ``infidelity`` (optimally rescaled, on
             ``n_faithfulness_samples`` ablations), ``sensitivity``
             (``E ||phi(x) - phi(x + e)||^2``) and ``relative_sensitivity``
             (divided by ``||phi(x)||^2``): arrays of shape
-            ``(n_samples, n_methods + 2)``, for the metrics asked.
+            ``(n_samples, n_methods + 3)``, for the metrics asked.
         """
         check_is_fitted(self)
         X = self._validated(X)
@@ -626,7 +634,8 @@ default="auto"
             raise ValueError(f"{type(self).__name__}.evaluate: metrics must be among 'infidelity' and "
                              f"'sensitivity'; got {metrics!r}.")
         res = self._explain_full(X, evaluate=metrics)
-        out = Bunch(names=np.array(list(self.method_names_) + ["combination", "average"], dtype=object))
+        out = Bunch(names=np.array(list(self.method_names_) + ["combination", "average", "inverse_variance"],
+                                   dtype=object))
         for key in ("infidelity", "sensitivity", "relative_sensitivity"):
             if key in res:
                 out[key] = res[key]
@@ -672,21 +681,26 @@ default="auto"
 
 
 def _evaluate_chunk(res, sl, ev, phi, coef, w):
-    """Held-out infidelity and sensitivity of the base maps, the combination and the plain average."""
+    """Held-out infidelity and sensitivity of the base maps, the combination, AGG_mean and AGG_var."""
     k = phi.shape[0]
     uniform = np.full_like(w, 1.0 / k)
+    var_map = _inverse_variance(phi.transpose(1, 0, 2), AGG_VAR_OFFSET)  # (n, d)
     if "a" in ev:
         a, df = ev["a"], ev["df"]  # (k, n, m_f), (n, m_f)
         a_all = np.concatenate([a, np.einsum("nk,knm->nm", w, coef[..., None] * a)[None],
-                                np.einsum("nk,knm->nm", uniform, a)[None]])
+                                np.einsum("nk,knm->nm", uniform, a)[None],
+                                np.einsum("nd,nmd->nm", var_map, ev["I"])[None]])
         res["infidelity"][sl] = _infidelity_values(a_all, df[None], normalize=True).T
     if "delta" in ev:
         delta = ev["delta"]  # (k, n, m_r, d)
+        # AGG_var's weights depend on the maps, so it is recomputed from the base maps at x + e
+        phi_moved = phi[:, :, None, :] - delta
+        var_delta = var_map[:, None, :] - _inverse_variance(phi_moved.transpose(1, 2, 0, 3), AGG_VAR_OFFSET)
         d_all = np.concatenate([delta, np.einsum("nk,knmd->nmd", w, coef[:, :, None, None] * delta)[None],
-                                np.einsum("nk,knmd->nmd", uniform, delta)[None]])
-        sens = (d_all ** 2).sum(axis=3).mean(axis=2)  # (k + 2, n)
+                                np.einsum("nk,knmd->nmd", uniform, delta)[None], var_delta[None]])
+        sens = (d_all ** 2).sum(axis=3).mean(axis=2)  # (k + 3, n)
         maps_all = np.concatenate([phi, np.einsum("nk,knd->nd", w, coef[..., None] * phi)[None],
-                                   phi.mean(axis=0)[None]])
+                                   phi.mean(axis=0)[None], var_map[None]])
         norms = (maps_all ** 2).sum(axis=2)
         res["sensitivity"][sl] = sens.T
         res["relative_sensitivity"][sl] = (sens / np.where(norms > 0, norms, 1.0)).T

@@ -238,9 +238,10 @@ def test_evaluate_reports_every_method_the_combination_and_the_average(data):
     comb = _small(LogisticRegression(), criterion="both").fit(X, y)
     quality = comb.evaluate(X[:7])
     k = len(METHODS)
-    assert list(quality.names[-2:]) == ["combination", "average"] and len(quality.names) == k + 2
+    assert list(quality.names[-3:]) == ["combination", "average", "inverse_variance"]
+    assert len(quality.names) == k + 3
     for key in ("infidelity", "sensitivity", "relative_sensitivity"):
-        assert quality[key].shape == (7, k + 2) and np.all(quality[key] >= 0)
+        assert quality[key].shape == (7, k + 3) and np.all(quality[key] >= 0)
     # the average column is the plain mean of the normalised maps, scored like the others
     res = comb._explain_full(X[:7], evaluate=("infidelity",))
     np.testing.assert_allclose(comb.evaluate(X[:7], metrics=("infidelity",)).infidelity, res["infidelity"])
