@@ -5,7 +5,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils import Bunch, check_random_state
 
-from ..utils._sklearn_private import Interval, validate_params
+from ..utils._sklearn_private import Interval, StrOptions, validate_params
 
 __all__ = ["make_multimodal_survival"]
 
@@ -20,6 +20,7 @@ __all__ = ["make_multimodal_survival"]
         "n_pathways": [Interval(Integral, 1, None, closed="left")],
         "censoring": [Interval(Real, 0, 1, closed="left")],
         "noise": [Interval(Real, 0, None, closed="neither")],
+        "aggressive_center": [StrOptions({"midpoint", "distinct"})],
         "as_frame": ["boolean"],
         "return_info": ["boolean"],
         "random_state": ["random_state"],
@@ -27,19 +28,25 @@ __all__ = ["make_multimodal_survival"]
     prefer_skip_nested_validation=True,
 )
 def make_multimodal_survival(n_samples=500, *, n_features=16, n_morphologies=8, bag_size=(60, 200), n_genes=40,
-                             n_pathways=4, censoring=0.4, noise=0.5, as_frame=False, return_info=False,
-                             random_state=None):
+                             n_pathways=4, censoring=0.4, noise=0.5, aggressive_center="midpoint", as_frame=False,
+                             return_info=False, random_state=None):
     """Generate patients with a bag of instance embeddings, gene expression and a censored survival time.
 
     Each patient's bag holds ``bag_size`` instances (patch embeddings) drawn
     around ``n_morphologies`` morphology centres in ``n_features``
-    dimensions. Morphology 0 is aggressive and sits exactly at the midpoint of
-    the benign morphologies 1 and 2. A patient's combined share ``s`` of
-    morphologies 0, 1 and 2 and its aggressive share ``pi_0`` are drawn
-    independently, the rest of ``s`` going in equal parts to 1 and 2, so the
-    **bag mean is independent of the aggressive fraction**: only a summary
-    that tells instances apart (such as
-    :class:`~sklearn_icml.survival.PrototypeEncoder`) sees it. Genes load on
+    dimensions. Morphology 0 is aggressive. A patient's combined share ``s``
+    of morphologies 0, 1 and 2 and its aggressive share ``pi_0`` are drawn
+    independently, the rest of ``s`` going in equal parts to 1 and 2. With
+    ``aggressive_center="midpoint"`` (the default), morphology 0 sits exactly
+    at the midpoint of the benign morphologies 1 and 2, so the **bag mean is
+    independent of the aggressive fraction**: a mean-pooled summary is blind
+    to the main risk term by construction, and only a summary that tells
+    instances apart (such as :class:`~sklearn_icml.survival.PrototypeEncoder`
+    or attention pooling) sees it. With ``"distinct"``, morphology 0 has a
+    centre of its own and the bag mean moves linearly with ``pi_0``: the
+    mean is informative too. The two regimes share every other draw (same
+    proportions, bags up to the position of morphology 0, genes and times).
+    Genes load on
     ``n_pathways`` latent pathway activities. The log-hazard is
     ``eta = 16 pi_0 - 4 pi_3 + z_0``: aggressive fraction, a protective
     morphology 3 (which a mean does see) and pathway 0's activity. Event times
@@ -64,6 +71,10 @@ def make_multimodal_survival(n_samples=500, *, n_features=16, n_morphologies=8, 
         Target censoring fraction, in [0, 1).
     noise : float, default=0.5
         Standard deviation of the instances around their morphology centre.
+    aggressive_center : {"midpoint", "distinct"}, default="midpoint"
+        Where the aggressive morphology sits: at the midpoint of morphologies
+        1 and 2 (the bag mean carries no information on its share), or at a
+        random centre of its own, drawn like the others (the bag mean does).
     as_frame : bool, default=False
         Return one DataFrame: a ``"bag"`` column holding the bags, and the genes
         as columns ``gene0, gene1, ...``.
@@ -105,7 +116,8 @@ def make_multimodal_survival(n_samples=500, *, n_features=16, n_morphologies=8, 
     rng = check_random_state(random_state)
     M = n_morphologies
     centers = rng.normal(scale=1.5, size=(M, n_features))
-    centers[0] = 0.5 * (centers[1] + centers[2])
+    if aggressive_center == "midpoint":
+        centers[0] = 0.5 * (centers[1] + centers[2])
 
     # proportions: the mass s of morphologies {0, 1, 2} and the aggressive share pi_0 are drawn independently,
     # with pi_1 = pi_2: the bag mean moves with s only, so it carries no information on pi_0

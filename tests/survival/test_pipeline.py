@@ -41,6 +41,30 @@ def test_generator_hides_the_aggressive_fraction_from_the_bag_mean():
         make_multimodal_survival(10, bag_size=(5, 2))
 
 
+def test_distinct_aggressive_center_makes_the_bag_mean_informative():
+    blind = make_multimodal_survival(400, return_info=True, random_state=0)
+    seen = make_multimodal_survival(400, aggressive_center="distinct", return_info=True, random_state=0)
+    info = seen[3]
+    assert np.linalg.norm(info.centers[0] - 0.5 * (info.centers[1] + info.centers[2])) > 1.0
+    # everything but the position of morphology 0 is shared by the two regimes
+    np.testing.assert_array_equal(info.proportions, blind[3].proportions)
+    np.testing.assert_array_equal(info.centers[1:], blind[3].centers[1:])
+    np.testing.assert_array_equal(seen[1], blind[1]) and np.testing.assert_array_equal(seen[2], blind[2])
+    means = np.array([b.mean(0) for b in seen[0]])
+    design = np.c_[np.ones(400), means]
+    target = info.proportions[:, 0]
+    fitted = design @ np.linalg.lstsq(design, target, rcond=None)[0]
+    assert 1 - np.var(target - fitted) / np.var(target) > 0.8
+    # so a Cox model on the bag means now ranks patients well (on the default regime it cannot)
+    c = {}
+    for name, (bags, _genes, y, _) in (("blind", blind), ("seen", seen)):
+        X = np.array([b.mean(0) for b in bags])
+        c[name] = CoxSurvival().fit(X[:250], y[:250]).score(X[250:], y[250:])
+    assert c["seen"] > c["blind"] + 0.1, c
+    with pytest.raises(ValueError, match="aggressive_center"):
+        make_multimodal_survival(10, aggressive_center="apart")
+
+
 def test_grid_search_over_the_multimodal_pipeline():
     frame, y, info = make_multimodal_survival(150, bag_size=(20, 40), as_frame=True, return_info=True,
                                               random_state=0)
