@@ -108,6 +108,9 @@ INIT_PARAMS = {
                                  initial_population=_public_texts()),
     # the learned smoother, so that the harness runs the torch path (thread and device rules)
     "InContextNGram": dict(smoothing="learned", hidden_layer_sizes=(8,), max_iter=2),
+    # Auto-Linear (S5): tiny masked autoencoders, a few steps each (the default "mae" encoders run the torch path)
+    "MaskedAutoencoder": dict(n_components=3, hidden_layer_sizes=(8,), max_iter=4),
+    "AutoLinear": dict(n_components_x=16, n_components_y=3, hidden_layer_sizes=(16,), max_iter=4),
 }
 
 EXPECTED_FAILED = {

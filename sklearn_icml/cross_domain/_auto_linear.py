@@ -4,7 +4,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin, clone
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMixin, clone
 from sklearn.decomposition import PCA
 from sklearn.exceptions import NotFittedError
 from sklearn.metrics import r2_score
@@ -22,7 +22,7 @@ __all__ = ["AutoLinear"]
 _ENCODER = [StrOptions({"mae", "pca"}), HasMethods(["fit", "transform", "inverse_transform"])]
 
 
-class AutoLinear(RegressorMixin, BaseEstimator):
+class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMixin, BaseEstimator):
     """Auto-Linear: one self-supervised encoder-decoder per domain, linear maps between the latent codes.
 
     Read more in the :ref:`User Guide <cross_domain>`.
@@ -105,6 +105,9 @@ class AutoLinear(RegressorMixin, BaseEstimator):
         "auto-linear" the two latent spaces are).
     n_components_x_ : int
         Latent size of ``X`` (after clipping).
+    n_iter_ : int
+        Optimiser steps of the masked autoencoders fitted here (the larger
+        of the two; 0 when none was fitted).
     n_components_y_ : int
         Latent size of ``y`` (1 for a single target).
     n_outputs_ : int
@@ -312,6 +315,8 @@ class AutoLinear(RegressorMixin, BaseEstimator):
         self.n_components_y_ = 1 if Z_y.ndim == 1 else Z_y.shape[1]
         self.bridge_inverse_ = fit_bridge(self.bridge, Z_x, Z_y, self.bridge_alphas)
         self.bridge_forward_ = fit_bridge(self.bridge, Z_y.reshape(len(Z_y), -1), Z_x, self.bridge_alphas)
+        self.n_iter_ = max([getattr(e, "n_iter_", 0) for e in (self.encoder_x_, self.encoder_y_)
+                            if isinstance(e, MaskedAutoencoder)] or [0])
         self.latent_r2_ = float(r2_score(Z_y, self.bridge_inverse_.predict(Z_x), multioutput="variance_weighted"))
         self._y_1d = y.ndim == 1
         return self
@@ -376,6 +381,7 @@ class AutoLinear(RegressorMixin, BaseEstimator):
         ndarray of shape (n_samples,) or (n_samples, n_outputs_)
             Predicted properties (1-D when ``y`` was 1-D in fit).
         """
+        check_is_fitted(self)
         Z_y = self.bridge_inverse_.predict(self.transform(X))
         if self.encoder_y_ is None:
             out = np.asarray(Z_y, dtype=np.float64).reshape(-1, 1)
@@ -396,9 +402,14 @@ class AutoLinear(RegressorMixin, BaseEstimator):
         ndarray of shape (n_samples, n_features_in_)
             Predicted measurements.
         """
+        check_is_fitted(self)
         Z_y = self.latent_y(y)
         Z_x = np.asarray(self.bridge_forward_.predict(Z_y), dtype=np.float64).reshape(len(Z_y), -1)
         return np.asarray(self.encoder_x_.inverse_transform(Z_x), dtype=np.float64)
+
+    @property
+    def _n_features_out(self):
+        return self.n_components_x_
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
