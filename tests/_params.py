@@ -69,6 +69,8 @@ INIT_PARAMS = {
                                 criterion="both", n_robustness_samples=3, n_faithfulness_samples=8),
     "DoRAClassifier": dict(r=2, hidden_layer_sizes=(8,), max_iter=10, learning_rate=2e-2, batch_size=32),
     "DoRARegressor": dict(r=2, hidden_layer_sizes=(8,), max_iter=10, learning_rate=2e-2, batch_size=32),
+    # DySLIM (S4): a small MLP and 100 optimiser steps (the harness's regression checks ask for R^2 > 0.5)
+    "DySLIMRegressor": dict(hidden_layer_sizes=(16,), max_iter=100, learning_rate=1e-2),
     # the checks' data (random floats or rounded ints as competitor ids) gives comparison graphs where the
     # unpenalized Bradley-Terry MLE does not exist, which the default alpha=0 rightly refuses with a ValueError
     "BradleyTerryRanker": dict(alpha=1.0),
@@ -111,6 +113,8 @@ INIT_PARAMS = {
     # Auto-Linear (S5): tiny masked autoencoders, a few steps each (the default "mae" encoders run the torch path)
     "MaskedAutoencoder": dict(n_components=3, hidden_layer_sizes=(8,), max_iter=4),
     "AutoLinear": dict(n_components_x=16, n_components_y=3, hidden_layer_sizes=(16,), max_iter=4),
+    # left-invertible WGAN (S2): tiny networks, a few generator iterations of one critic step each
+    "LeftInvertibleWGAN": dict(hidden_layer_sizes=(8,), max_iter=3, n_critic=1, batch_size=32),
 }
 
 EXPECTED_FAILED = {
