@@ -1,0 +1,144 @@
+"""A batch of MLP students as one torch module, and their training through the shared layer.
+
+Expand-and-Cluster trains N over-parameterised students on the same probes.
+Their parameters live in one module as tensors of shape ``(N, width, fan_in)``
+and ``(N, width)``, and ``torch.matmul`` broadcasting runs the N forward
+passes at once: one optimiser, one step per batch, the sum of the students'
+mean squared errors as the loss. The students do not interact: each one's
+gradient is that of its own loss, and Adam acts entry by entry, so the batch
+trains exactly as N separate runs with the same initial weights would.
+
+Every optimisation of the method goes through
+:func:`~sklearn_icml.utils._training.fit_module`: the students (Adam, cosine
+schedule), the fine-tunes after each recovered layer and of the recovered
+network (the same module with one student, frozen layers excluded), and the
+float64 polish (L-BFGS as one full-batch step through skorch's closure, as
+:class:`~sklearn_icml.survival.CoxSurvival` does). The iteration counts of the
+method are optimiser *steps*; with mini-batches they become epochs as
+``ceil(steps / batches per epoch)``.
+"""
+
+import math
+
+import numpy as np
+
+from ._symmetry import torch_activation
+
+__all__ = ["batched_module", "fit_students", "polish_module", "student_losses", "student_outputs"]
+
+
+def _make_class():
+    import torch
+
+    class BatchedMLP(torch.nn.Module):
+        """N MLPs with the same widths: ``weights[l]`` is (N, fan_out, fan_in), ``biases[l]`` (N, fan_out)."""
+
+        def __init__(self, weights, biases, activation):
+            super().__init__()
+            self.weights = torch.nn.ParameterList([torch.nn.Parameter(w) for w in weights])
+            self.biases = torch.nn.ParameterList([torch.nn.Parameter(b) for b in biases])
+            self.activation = activation
+            self._act = torch_activation(activation)
+
+        def __getstate__(self):
+            state = self.__dict__.copy()
+            state.pop("_act", None)
+            return state
+
+        def __setstate__(self, state):
+            self.__dict__.update(state)
+            self._act = torch_activation(self.activation)
+
+        def forward(self, X, n_layers=None):
+            """(n, d) -> (N, n, n_out); the activations of the first ``n_layers`` hidden layers if given."""
+            h = X.unsqueeze(0)
+            last = len(self.weights) - 1
+            for layer in range(last + 1 if n_layers is None else n_layers):
+                h = torch.matmul(h, self.weights[layer].transpose(1, 2)) + self.biases[layer].unsqueeze(1)
+                if layer < last:
+                    h = self._act(h)
+            return h
+
+        def freeze(self, n_layers):
+            """Train only the layers above the first ``n_layers``."""
+            for layer, (w, b) in enumerate(zip(self.weights, self.biases)):
+                w.requires_grad_(layer >= n_layers)
+                b.requires_grad_(layer >= n_layers)
+            return self
+
+    return BatchedMLP
+
+
+def batched_module(weights, biases, activation, dtype="float32"):
+    """A batched MLP from numpy arrays ``weights[l]`` (N, fan_out, fan_in) and ``biases[l]`` (N, fan_out)."""
+    import torch
+
+    dtype = getattr(torch, dtype)
+    return _make_class()([torch.tensor(np.ascontiguousarray(w), dtype=dtype) for w in weights],
+                         [torch.tensor(np.ascontiguousarray(b), dtype=dtype) for b in biases], activation)
+
+
+def init_students(n_students, n_features, widths, n_outputs, activation, generator):
+    """Fresh students: Kaiming-normal weights (gain sqrt(2) for the relu kinds), uniform biases."""
+    import torch
+
+    sizes = [n_features, *widths, n_outputs]
+    gain = math.sqrt(2.0) if activation in ("relu", "leaky_relu") else 1.0
+    weights, biases = [], []
+    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+        weights.append(torch.randn(n_students, fan_out, fan_in, generator=generator) * (gain / math.sqrt(fan_in)))
+        bound = 1.0 / math.sqrt(fan_in)
+        biases.append((torch.rand(n_students, fan_out, generator=generator) * 2 - 1) * bound)
+    return _make_class()(weights, biases, activation)
+
+
+def _sum_of_mse(output, target):
+    return ((output - target.unsqueeze(0)) ** 2).mean(dim=(1, 2)).sum()
+
+
+def _epochs(steps, n_samples, batch_size):
+    return max(1, math.ceil(steps / math.ceil(n_samples / min(batch_size, n_samples))))
+
+
+def fit_students(module, X, Y, *, steps, learning_rate, batch_size, device, random_state, verbose, name):
+    """Adam with a cosine schedule on the sum of the students' MSEs; always runs ``steps`` optimiser steps."""
+    from ..utils._training import fit_module
+
+    n = X.shape[0]
+    batch_size = n if batch_size is None else min(int(batch_size), n)
+    epochs = _epochs(steps, n, batch_size)
+    return fit_module(module, X, Y, loss=_sum_of_mse, max_iter=epochs, batch_size=batch_size,
+                      learning_rate=learning_rate, optimizer="adam", n_iter_no_change=epochs, tol=0.0,
+                      lr_schedule="cosine", device=device, random_state=random_state, verbose=verbose,
+                      name=name, shuffle=batch_size < n)
+
+
+def polish_module(module, X, Y, *, max_iter, device, random_state, name):
+    """Full-batch float64 L-BFGS (strong Wolfe line search) of a batched module."""
+    import torch
+
+    from ..utils._training import fit_module
+
+    n = X.shape[0]
+    return fit_module(module, X, Y, loss=_sum_of_mse, max_iter=1, batch_size=n, learning_rate=1.0,
+                      optimizer=torch.optim.LBFGS, n_iter_no_change=1, shuffle=False,
+                      optimizer_options=dict(max_iter=max_iter, tolerance_grad=1e-14, tolerance_change=1e-16,
+                                             history_size=50, line_search_fn="strong_wolfe"),
+                      device=device, random_state=random_state, verbose=0, name=name)
+
+
+def student_outputs(module, X, n_layers=None):
+    """The module's outputs on ``X`` as float64 numpy: (N, n, n_out), or hidden activations with ``n_layers``."""
+    import torch
+
+    from ..utils._torch import to_numpy
+
+    dtype = next(module.parameters()).dtype
+    with torch.no_grad():
+        return to_numpy(module(torch.as_tensor(X, dtype=dtype), n_layers=n_layers), np.float64)
+
+
+def student_losses(module, X, Y):
+    """Mean squared error of each student on ``(X, Y)``, shape (N,)."""
+    out = student_outputs(module, X)
+    return ((out - Y[None]) ** 2).mean(axis=(1, 2))

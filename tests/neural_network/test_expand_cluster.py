@@ -1,0 +1,179 @@
+"""ExpandAndCluster: batched students, recovery of a small teacher, fitted network layout, pruning, errors."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.neural_network import MLPRegressor
+
+from sklearn_icml.neural_network import ExpandAndCluster, unit_alignment
+from sklearn_icml.neural_network._students import fit_students, init_students
+
+_TORCH = {"tanh": torch.tanh, "relu": torch.relu, "sigmoid": torch.sigmoid, "softplus": torch.nn.functional.softplus}
+
+#: small and fast settings shared by the fits of this module
+_FAST = dict(n_students=4, student_width=4, student_max_iter=600, student_lr=3e-2, finetune_max_iter=50,
+             random_state=0)
+#: tiny fits that test the plumbing, not the recovery (beta=pi keeps every cluster over the count threshold)
+_TINY = dict(n_students=3, student_width=3, finetune_max_iter=5, beta=np.pi, random_state=0)
+
+
+def _teacher(seed=0, d=2, h=2, n=300, activation="tanh"):
+    rng = np.random.RandomState(seed)
+    W = np.array([[1.5, -1.0], [0.5, 2.0]]) if (d, h) == (2, 2) else rng.normal(size=(d, h))
+    b, a = np.array([0.3, -0.2])[:h] if h == 2 else rng.normal(size=h) * 0.3, rng.choice([-1.0, 1.0], size=(h, 1))
+    X = rng.normal(size=(n, d))
+    fn = {"tanh": np.tanh, "relu": lambda z: np.maximum(z, 0)}[activation]
+    return X, (fn(X @ W + b) @ a).ravel(), (W, b, a)
+
+
+def test_batched_students_equal_separately_trained_ones():
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(40, 3))
+    Y = np.sin(X[:, :1]) + X[:, 1:2] ** 2
+    batch = init_students(3, 3, [4], 1, "tanh", torch.Generator().manual_seed(0))
+    initial = [p.detach().clone() for p in batch.parameters()]
+    batch = fit_students(batch, X, Y, steps=60, learning_rate=1e-2, batch_size=None, device="cpu",
+                         random_state=0, verbose=0, name="t").module
+    for s in range(3):
+        single = init_students(1, 3, [4], 1, "tanh", torch.Generator().manual_seed(1))
+        with torch.no_grad():
+            for p, p0 in zip(single.parameters(), initial):
+                p.copy_(p0[s:s + 1])
+        single = fit_students(single, X, Y, steps=60, learning_rate=1e-2, batch_size=None, device="cpu",
+                              random_state=0, verbose=0, name="t").module
+        for p, q in zip(single.parameters(), batch.parameters()):
+            np.testing.assert_allclose(p.detach().numpy()[0], q.detach().numpy()[s], rtol=1e-4, atol=1e-5)
+        # and the students did train
+        assert not torch.allclose(initial[0][s], batch.weights[0][s])
+
+
+def test_recovers_a_two_unit_tanh_teacher(device):
+    X, y, (W, b, a) = _teacher()
+    ec = ExpandAndCluster(**_FAST, device=device).fit(X, y)
+    assert ec.device_ == device
+    assert ec.hidden_layer_sizes_ == (2,)
+    scores = unit_alignment([W, a], [b, np.zeros(1)], ec.coefs_, ec.intercepts_, "tanh")[0]
+    assert scores.min() > 0.99
+    # held-out probes: the recovered network is the teacher's function
+    Xt, yt, _ = _teacher(seed=5)
+    Xt = np.random.RandomState(5).normal(size=(200, 2))
+    yt = (np.tanh(Xt @ W + b) @ a).ravel()
+    assert np.mean((ec.predict(Xt) - yt) ** 2) < 1e-6
+    assert len(ec.cluster_sizes_) == 1 and np.all(ec.cluster_sizes_[0] >= 0.8 * 4)
+    assert np.all(ec.cluster_median_angle_[0] <= np.pi / 6)
+    assert ec.student_losses_.shape == (4,)
+    assert ec.loss_ <= ec.student_losses_.min()
+
+
+def test_coefs_reproduce_predict_transform_and_mlp_regressor():
+    X, y, _ = _teacher()
+    Y = np.column_stack([y, np.sin(X[:, 0])])
+    ec = ExpandAndCluster(**_TINY, student_max_iter=40, prune=False).fit(X, Y)
+    assert [c.shape for c in ec.coefs_] == [(2, ec.hidden_layer_sizes_[0]), (ec.hidden_layer_sizes_[0], 2)]
+    h = torch.tanh(torch.as_tensor(X) @ torch.as_tensor(ec.coefs_[0]) + torch.as_tensor(ec.intercepts_[0]))
+    out = (h @ torch.as_tensor(ec.coefs_[1]) + torch.as_tensor(ec.intercepts_[1])).numpy()
+    np.testing.assert_allclose(ec.predict(X), out, atol=1e-10)
+    np.testing.assert_allclose(ec.transform(X), h.numpy(), atol=1e-12)
+    mlp = ec.to_mlp_regressor()
+    assert isinstance(mlp, MLPRegressor)
+    np.testing.assert_allclose(mlp.predict(X), ec.predict(X), atol=1e-10)
+    assert ec.n_outputs_ == 2 and ec.predict(X).shape == (len(X), 2)
+
+
+def test_pruning_removes_a_split_unit():
+    """A teacher unit split in two halves (same incoming vector) is one unit too many: the pruning merges it."""
+    X, y, (W, b, a) = _teacher()
+    coefs = [np.column_stack([W, W[:, 0]]), np.vstack([a[:1] / 2, a[1:], a[:1] / 2])]
+    intercepts = [np.append(b, b[0]), np.zeros(1)]
+    ec = ExpandAndCluster(random_state=0)
+    ec.student_losses_ = np.array([1e-8])
+    coefs, intercepts, n_pruned = ec._prune(coefs, intercepts, X, y[:, None], "cpu", torch.Generator(), "t")
+    assert n_pruned == 1 and coefs[0].shape == (2, 2)
+    assert unit_alignment([W, a], [b, np.zeros(1)], coefs, intercepts, "tanh")[0].min() > 0.9999
+    # a right-sized network loses accuracy with any unit removed: nothing pruned
+    _, _, kept = ec._prune([W, a], [b, np.zeros(1)], X, y[:, None], "cpu", torch.Generator(), "t")
+    assert kept == 0
+
+
+def test_count_units_rule_and_no_cluster_fallback():
+    X, y, _ = _teacher()
+    units = ExpandAndCluster(**_TINY, student_max_iter=40, count="units", gamma=0.5, prune=False).fit(X, y)
+    assert len(units.cluster_sizes_[0]) == units.hidden_layer_sizes_[0]
+    assert np.all(units.cluster_sizes_[0] >= 1.5)
+    # beta = 0 drops every cluster of two or more members: the best student comes back, with a warning
+    with pytest.warns(ConvergenceWarning, match="best student"):
+        ec = ExpandAndCluster(n_students=2, student_width=3, student_max_iter=20, gamma=1.0, beta=0.0,
+                              random_state=0).fit(X, y)
+    assert ec.hidden_layer_sizes_ == (3,)
+    best = int(np.argmin(ec.student_losses_))
+    assert ec.loss_ == pytest.approx(ec.student_losses_[best], rel=1e-4)
+
+
+def test_deterministic_and_does_not_mutate():
+    X, y, _ = _teacher()
+    X0, y0 = X.copy(), y.copy()
+    params = dict(_TINY, student_max_iter=30, random_state=3)
+    p1 = ExpandAndCluster(**params).fit(X, y).predict(X)
+    p2 = ExpandAndCluster(**params).fit(X, y).predict(X)
+    np.testing.assert_array_equal(p1, p2)
+    np.testing.assert_array_equal(X, X0)
+    np.testing.assert_array_equal(y, y0)
+
+
+def test_from_teacher_callable_mlp_and_torch_module():
+    X, y, (W, b, a) = _teacher()
+    fast = dict(_TINY, student_max_iter=30)
+    by_fn = ExpandAndCluster.from_teacher(lambda Z: (np.tanh(Z @ W + b) @ a).ravel(), X, **fast)
+    assert by_fn.n_outputs_ == 1
+    mlp = MLPRegressor(hidden_layer_sizes=(2,), activation="relu", max_iter=20, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        mlp.fit(X, y)
+    by_mlp = ExpandAndCluster.from_teacher(mlp, X, **fast)
+    assert by_mlp.activation == "relu" and by_mlp.n_hidden_layers == 1
+    net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Tanh(), torch.nn.Linear(2, 1))
+    by_module = ExpandAndCluster.from_teacher(net, X, **fast)
+    with torch.no_grad():
+        target = net(torch.as_tensor(X, dtype=torch.float32)).numpy().ravel()
+    assert by_module.score(X, target) > 0.9
+    with pytest.raises(TypeError, match="teacher must be a callable"):
+        ExpandAndCluster.from_teacher("not a network", X)
+
+
+def test_bad_input():
+    X, y, _ = _teacher(n=30)
+    with pytest.raises(ValueError, match="activation"):
+        ExpandAndCluster(activation="swish").fit(X, y)
+    with pytest.raises(ValueError, match="student_width"):
+        ExpandAndCluster(student_width=0).fit(X, y)
+    with pytest.raises(ValueError, match="one int >= 1 per hidden layer"):
+        ExpandAndCluster(n_hidden_layers=2, student_width=[4]).fit(X, y)
+    y_nan = y.copy()
+    y_nan[3] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        ExpandAndCluster().fit(X, y_nan)
+    ec = ExpandAndCluster(activation="softplus", n_students=2, student_width=2, student_max_iter=5,
+                          finetune_max_iter=2, beta=np.pi, prune=False, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="no 'softplus' activation"):
+        ec.to_mlp_regressor()
+
+
+@pytest.mark.slow
+def test_recovers_relu_and_two_hidden_layer_teachers():
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(1000, 4))
+    W, b, a = rng.normal(size=(4, 3)), rng.normal(size=3) * 0.3, rng.normal(size=(3, 1))
+    y = (np.maximum(X @ W + b, 0) @ a).ravel()
+    ec = ExpandAndCluster(activation="relu", student_width=6, random_state=0).fit(X, y)
+    assert ec.hidden_layer_sizes_ == (3,)
+    assert unit_alignment([W, a], [b, np.zeros(1)], ec.coefs_, ec.intercepts_, "relu")[0].min() > 0.99
+    W2, b2 = rng.normal(size=(3, 2)), rng.normal(size=2) * 0.3
+    a2 = rng.normal(size=(2, 1))
+    y2 = (np.tanh(np.tanh(X @ W + b) @ W2 + b2) @ a2).ravel()
+    deep = ExpandAndCluster(n_hidden_layers=2, student_width=[6, 4], random_state=0).fit(X, y2)
+    assert deep.hidden_layer_sizes_ == (3, 2)
+    scores = unit_alignment([W, W2, a2], [b, b2, np.zeros(1)], deep.coefs_, deep.intercepts_, "tanh")
+    assert min(s.min() for s in scores) > 0.99
