@@ -18,6 +18,7 @@ da = pytest.importorskip("dask.array")
 dd = pytest.importorskip("dask.dataframe")
 pd = pytest.importorskip("pandas")
 
+from sklearn_icml.cluster import PrivateKMeans  # noqa: E402
 from sklearn_icml.metrics import binned_ece, ls_ece, ls_reliability_curve  # noqa: E402
 from sklearn_icml.ranking import BradleyTerryRanker  # noqa: E402
 
@@ -130,6 +131,70 @@ def test_bradley_terry_refuses_other_inputs(client):
         BradleyTerryRanker().fit(db.from_sequence(X.tolist(), npartitions=2), _to_dask(y, "one"))
     with pytest.raises(TypeError, match="X as a dask.array.Array"):
         BradleyTerryRanker().fit(X, _to_dask(y, "one"))
+
+
+# ------------------------------------------------------------------------------------------------ private k-means
+
+
+def _blobs(n=1500, d=3):
+    rng = np.random.RandomState(0)
+    centres = rng.uniform(-5, 5, size=(3, d))
+    return centres[rng.randint(0, 3, n)] + rng.normal(0, 0.6, size=(n, d))
+
+
+def _assert_same_private_fit(got, ref):
+    # every release is a noisy total: identical noise draws, identical integer counts; the per-cluster sums of
+    # floats are added in another order across blocks, so the centres agree to rounding (1e-12), not bit for bit
+    assert got.privacy_ledger_ == ref.privacy_ledger_
+    np.testing.assert_array_equal(got.cluster_sizes_, ref.cluster_sizes_)
+    np.testing.assert_allclose(got.cluster_centers_, ref.cluster_centers_, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(got.labels_.compute(), ref.labels_)
+    assert got.inertia_ == pytest.approx(ref.inertia_, rel=1e-12)
+    assert got.epsilon_spent_ == ref.epsilon_spent_ and got.delta_spent_ == ref.delta_spent_
+
+
+@pytest.mark.parametrize("how", CHUNKINGS)
+def test_private_kmeans_dask_equals_in_memory(client, how):
+    X = _blobs()
+    params = dict(n_clusters=3, epsilon=2.0, bounds=(-8, 8), random_state=0)
+    ref = PrivateKMeans(**params).fit(X)
+    got = PrivateKMeans(**params).fit(_to_dask(X, how))
+    _assert_same_private_fit(got, ref)
+    np.testing.assert_array_equal(got.histogram_.counts, ref.histogram_.counts)  # the released tree itself
+    np.testing.assert_array_equal(got.mp_centers_, ref.mp_centers_)
+
+
+def test_private_kmeans_dask_dataframe_lloyd_and_boosting(client):
+    X = _blobs(d=2)
+    frame = dd.from_pandas(pd.DataFrame(X, columns=["u", "v"]), npartitions=3)
+    for params in (dict(algorithm="lloyd", max_iter=3), dict(n_repeats=2)):
+        params.update(n_clusters=3, bounds=(-8, 8), random_state=1)
+        ref = PrivateKMeans(**params).fit(pd.DataFrame(X, columns=["u", "v"]))
+        got = PrivateKMeans(**params).fit(frame)
+        _assert_same_private_fit(got, ref)
+        np.testing.assert_array_equal(got.feature_names_in_, ["u", "v"])
+
+
+def test_private_kmeans_partial_fit_streams_dask_chunks(client):
+    X = _blobs(1200)
+    params = dict(n_clusters=3, bounds=(-8, 8), max_steps=4, random_state=0)
+    ref, got = PrivateKMeans(**params), PrivateKMeans(**params)
+    for step, how in enumerate(["uneven", "small"]):
+        batch = X[600 * step:600 * (step + 1)]
+        ref.partial_fit(batch)
+        got.partial_fit(_to_dask(batch, how))
+        _assert_same_private_fit(got, ref)
+    assert got.n_steps_ == 2
+
+
+def test_private_kmeans_dask_refusals(client):
+    X = _to_dask(_blobs(200), "uneven")
+    with pytest.raises(ValueError, match="central model"):
+        PrivateKMeans(3, bounds=(-8, 8), privacy="local").fit(X)
+    with pytest.raises(TypeError, match="dask.array.Array, dask.dataframe.DataFrame"):
+        import dask.bag as db
+
+        PrivateKMeans(3, bounds=(-8, 8)).fit(db.from_sequence([[0.0, 1.0]] * 4, npartitions=2))
 
 
 # ------------------------------------------------------------------------------------------------ metrics

@@ -25,6 +25,7 @@ from ..privacy import (
     private_quadtree_histogram,
     split_budget,
 )
+from ..utils._dask import is_dask_collection
 from ..utils._random import SEED_MAX
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device
@@ -102,6 +103,40 @@ class _Geometry:
         """Data-independent map of projected centres back to the box (for empty clusters)."""
         back = M @ np.linalg.pinv(self.projection)
         return np.clip(self.center + back * self.radius, self.lower, self.upper)
+
+
+class _Records:
+    """The fit's data in memory: every step that reads records goes through here (Dask: ``_DaskRecords``)."""
+
+    def __init__(self, X, bounds, model, device, device_param):
+        self.X = X
+        self.Xc = np.clip(X, *bounds)
+        self.n, self.d = X.shape
+        self.model, self.device, self.device_param = model, device, device_param
+        self._projected = None
+
+    def _project(self, geometry):
+        if self._projected is None or self._projected[0] is not geometry:
+            self._projected = (geometry, geometry.project(self.Xc))
+        return self._projected[1]
+
+    def histogram(self, geometry, n_levels, epsilon, threshold, rng):
+        return private_quadtree_histogram(self._project(geometry), bounds=(-geometry.cube, geometry.cube),
+                                          n_levels=n_levels, epsilon=epsilon, threshold=threshold, model=self.model,
+                                          random_state=rng, device=self.device_param)
+
+    def group_sums(self, geometry, centers, n_groups, bounds, rng, **budget):
+        """Noisy sizes and sums of the groups of the nearest ``centers`` (projected space when ``geometry``)."""
+        groups = nearest(self.Xc if geometry is None else self._project(geometry), centers, self.device)
+        return noisy_group_sums(self.Xc, groups, n_groups, bounds=tuple(bounds), model=self.model,
+                                random_state=rng, **budget)
+
+    def costs(self, candidates):
+        return np.array([float(((self.Xc - C[nearest(self.Xc, C)]) ** 2).sum()) for C in candidates])
+
+    def labels_and_inertia(self, centers):
+        labels = nearest(self.X, centers)
+        return labels, float(((self.X - centers[labels]) ** 2).sum())
 
 
 # ----------------------------------------------------------------------------------------------
@@ -413,12 +448,12 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
             stacklevel=4,
         )
 
-    def _resolve_bounds(self, X):
-        d = X.shape[1]
+    def _resolve_bounds(self, d, data_range):
+        """The box: public ``bounds``, or ``data_range()`` (the data's per-feature min and max, a leak)."""
         name = type(self).__name__
         if self.bounds is None:
             self._warn_leak()
-            lower, upper = X.min(axis=0), X.max(axis=0)
+            lower, upper = data_range()
             flat = upper <= lower  # a constant feature: any box around it will do
             lower, upper = np.where(flat, lower - 0.5, lower), np.where(flat, upper + 0.5, upper)
         else:
@@ -485,15 +520,24 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         """
         device = self._device()  # resolved (and refused without a GPU) before any work
         self.device_ = "cpu" if device is None else device.type
-        X = validate_data(self, as_numpy(X), dtype=[np.float64, np.float32])
-        dtype = X.dtype
-        X = np.asarray(X, dtype=np.float64)
+        if is_dask_collection(X):
+            from ._private_kmeans_dask import dask_records
+
+            records, dtype = dask_records(self, X, reset=True)
+            self.device_ = "cpu"  # the blocks are reduced on the workers' CPUs
+        else:
+            X = validate_data(self, as_numpy(X), dtype=[np.float64, np.float32])
+            dtype = X.dtype
+            X = np.asarray(X, dtype=np.float64)
         split = self._split()
         rng = check_random_state(self.random_state)
         self._check_repeats()
-        self.bounds_ = self._resolve_bounds(X)
-        lower, upper = self.bounds_
-        Xc = np.clip(X, lower, upper)
+        if is_dask_collection(X):
+            self.bounds_ = self._resolve_bounds(records.d, records.data_range)
+            records.set_bounds(self.bounds_)
+        else:
+            self.bounds_ = self._resolve_bounds(X.shape[1], lambda: (X.min(axis=0), X.max(axis=0)))
+            records = _Records(X, self.bounds_, self.privacy, device, self.device)
         for name in ("_stream", "_geometry", "_stream_params"):
             self.__dict__.pop(name, None)
         self.n_steps_ = 0
@@ -506,9 +550,9 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         runs = []
         for r in range(R):
             if self.algorithm == "lloyd":
-                runs.append(self._fit_lloyd(Xc, eps_runs[r], delta_runs[r], rng, device))
+                runs.append(self._fit_lloyd(records, eps_runs[r], delta_runs[r], rng))
             else:
-                runs.append(self._fit_greedy(Xc, eps_runs[r], delta_runs[r], split, rng, device))
+                runs.append(self._fit_greedy(records, eps_runs[r], delta_runs[r], split, rng))
         if R == 1:
             state = runs[0]
         else:
@@ -516,16 +560,16 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
                       for e in run["privacy_ledger_"]]
             # the choice spends the remainder, so that the ledger adds up to at most epsilon exactly
             eps_select = split_budget(self.epsilon, [1.0], spent=[e["epsilon"] for e in ledger])[0]
-            chosen, entry = self._select_run(Xc, [run["cluster_centers_"] for run in runs], eps_select, rng)
+            chosen, entry = self._select_run(records, [run["cluster_centers_"] for run in runs], eps_select, rng)
             state = dict(runs[chosen], privacy_ledger_=ledger + [entry])
             self._log(f"boosting: the exponential mechanism chose run {chosen + 1} of {R}")
         self.selected_repeat_ = 0 if R == 1 else chosen
         for key, value in state.items():
             setattr(self, key, value)
-        self._finish(X, dtype)
+        self._finish(records, dtype)
         return self
 
-    def _select_run(self, Xc, candidates, epsilon, rng):
+    def _select_run(self, records, candidates, epsilon, rng):
         """The exponential mechanism on the runs' k-means costs (lower is better).
 
         A record's squared distance to its nearest centre is at most the
@@ -539,7 +583,9 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         """
         lower, upper = self.bounds_
         diam2 = float(np.sum((upper - lower) ** 2))
-        costs = np.array([float(((Xc - C[nearest(Xc, C)]) ** 2).sum()) for C in candidates])
+        if isinstance(records, np.ndarray):  # clipped records in memory
+            records = _Records(records, self.bounds_, self.privacy, None, "cpu")
+        costs = records.costs(candidates)
         logits = -epsilon * (costs - costs.min()) / diam2
         p = np.exp(logits - logits.max())
         chosen = int(rng.choice(len(candidates), p=p / p.sum()))
@@ -547,15 +593,14 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
                              "exponential", sensitivity=diam2, scale=diam2 / epsilon, epsilon=epsilon)
         return chosen, entry
 
-    def _finish(self, X, dtype=np.float64):
+    def _finish(self, records, dtype=np.float64):
         order = np.argsort(-self.cluster_sizes_, kind="stable")  # by noisy size: post-processing
         self.cluster_centers_ = self.cluster_centers_[order].astype(dtype)
         self.projected_centers_ = self.projected_centers_[order]
         self.cluster_sizes_ = self.cluster_sizes_[order]
         self._n_features_out = self.n_clusters
         centers = self.cluster_centers_.astype(np.float64)
-        self.labels_ = nearest(X, centers)
-        self.inertia_ = float(((X - centers[self.labels_]) ** 2).sum())
+        self.labels_, self.inertia_ = records.labels_and_inertia(centers)
         self.epsilon_spent_ = math.fsum(e["epsilon"] for e in self.privacy_ledger_)
         self.delta_spent_ = math.fsum(e["delta"] for e in self.privacy_ledger_)
 
@@ -582,8 +627,8 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         entry = ledger_entry("dataset size", "laplace", sensitivity=1.0, scale=scale, epsilon=epsilon)
         return max(1.0, n + rng.laplace(0.0, scale)), entry
 
-    def _fit_greedy(self, Xc, epsilon, delta, split, rng, device):
-        n, d = Xc.shape
+    def _fit_greedy(self, records, epsilon, delta, split, rng):
+        n, d = records.n, records.d
         ledger = []
         if self.privacy == "central":
             t = split[0]
@@ -596,26 +641,22 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
             n_hat = float(n)  # the server sees the number of reports
         n_components = self._n_components(d, n_hat, epsilon)
         geometry = _Geometry(*self.bounds_, n_components, rng)
-        Y = geometry.project(Xc)
         L = self._levels(n_hat, n_components, epsilon)
         log_n = math.log(max(n_hat, math.e))
         if self.privacy == "central":
             threshold = self.threshold_factor * (L / eps_levels) * log_n
         else:
             threshold = olh_count_std(n, L, eps_levels) * math.sqrt(2.0 * self.threshold_factor * log_n)
-        hist = private_quadtree_histogram(Y, bounds=(-geometry.cube, geometry.cube), n_levels=L,
-                                          epsilon=eps_levels, threshold=threshold, model=self.privacy,
-                                          random_state=rng, device=self.device)
+        hist = records.histogram(geometry, L, eps_levels, threshold, rng)
         ledger.extend(hist.ledger)
         self._log(f"tree: {L} levels, {len(hist.levels)} released cells, {int(hist.heavy.sum())} heavy, "
                   f"threshold {threshold:.3g}")
         M, bicriteria, n_tried = bicriteria_to_k(hist, self.n_clusters, self.max_centers_factor * self.n_clusters,
                                                  geometry.cube, self.n_init, rng)
         self._log(f"greedy: {len(bicriteria)} bicriteria centres -> {len(M)}")
-        groups = nearest(Y, M, device)
-        counts, sums, center, entries = noisy_group_sums(
-            Xc, groups, self.n_clusters, bounds=tuple(self.bounds_), epsilon_count=eps_count,
-            epsilon_sum=eps_sum, delta=self._sum_delta(eps_sum, delta), model=self.privacy, random_state=rng)
+        counts, sums, center, entries = records.group_sums(
+            geometry, M, self.n_clusters, self.bounds_, rng, epsilon_count=eps_count, epsilon_sum=eps_sum,
+            delta=self._sum_delta(eps_sum, delta))
         ledger.extend(entries)
         return {"cluster_centers_": self._centres(counts, sums, center, geometry.lift_fallback(M)),
                 "projected_centers_": M, "cluster_sizes_": counts, "privacy_ledger_": ledger,
@@ -628,8 +669,8 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         means = np.where((counts >= 1.0)[:, None], means, fallback)
         return np.clip(means, lower, upper)
 
-    def _fit_lloyd(self, Xc, epsilon, delta, rng, device):
-        n, d = Xc.shape
+    def _fit_lloyd(self, records, epsilon, delta, rng):
+        n, d = records.n, records.d
         lower, upper = self.bounds_
         ledger, spent = [], []
         if self.max_iter == "auto":
@@ -651,11 +692,9 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         centers = rng.uniform(lower, upper, size=(self.n_clusters, d))
         counts = np.zeros(self.n_clusters)
         for it in range(n_iter):
-            groups = nearest(Xc, centers, device)
-            counts, sums, center, entries = noisy_group_sums(
-                Xc, groups, self.n_clusters, bounds=tuple(self.bounds_), epsilon_count=eps_parts[2 * it],
-                epsilon_sum=eps_parts[2 * it + 1], delta=self._sum_delta(eps_parts[2 * it + 1], delta_parts[it]),
-                model=self.privacy, random_state=rng)
+            counts, sums, center, entries = records.group_sums(
+                None, centers, self.n_clusters, self.bounds_, rng, epsilon_count=eps_parts[2 * it],
+                epsilon_sum=eps_parts[2 * it + 1], delta=self._sum_delta(eps_parts[2 * it + 1], delta_parts[it]))
             ledger.extend(dict(e, label=f"round {it + 1}: {e['label']}") for e in entries)
             centers = self._centres(counts, sums, center, centers)
             self._log(f"DP-Lloyd round {it + 1}/{n_iter}")
@@ -718,9 +757,15 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
                 )
         self._device()  # the device rule (cuda without a GPU raises); the stream itself runs on the CPU
         self.device_ = "cpu"
-        X = validate_data(self, as_numpy(X), dtype=[np.float64, np.float32], reset=first)
-        dtype = X.dtype
-        X = np.asarray(X, dtype=np.float64)
+        dask_input = is_dask_collection(X)
+        if dask_input:
+            from ._private_kmeans_dask import dask_records
+
+            records, dtype = dask_records(self, X, reset=first)
+        else:
+            X = validate_data(self, as_numpy(X), dtype=[np.float64, np.float32], reset=first)
+            dtype = X.dtype
+            X = np.asarray(X, dtype=np.float64)
         if self.privacy != "central" or self.algorithm != "greedy":
             raise ValueError(
                 f"{type(self).__name__}.partial_fit (continual observation) runs the greedy in the central "
@@ -728,7 +773,10 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
             )
         self._check_repeats(stream=True)
         if first:
-            self._start_stream(X)
+            if dask_input:
+                self._start_stream(records.n, records.d, records.data_range)
+            else:
+                self._start_stream(len(X), X.shape[1], lambda: (X.min(axis=0), X.max(axis=0)))
         elif self.n_steps_ >= self.max_steps:
             raise ValueError(
                 f"{type(self).__name__}.partial_fit: the budget covers max_steps={self.max_steps} steps and "
@@ -736,9 +784,14 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
             )
         geometry, stream = self._geometry, self._stream
         lower, upper = self.bounds_
-        Xc = np.clip(X, lower, upper)
-        U = geometry.to_unit(geometry.project(Xc))
-        stream.add_step(U, Xc - geometry.center)
+        if dask_input:
+            records.set_bounds(self.bounds_)
+            stream.add_step_tables(*records.step_tables(geometry, stream.n_levels))
+        else:
+            records = _Records(X, self.bounds_, self.privacy, None, "cpu")
+            Xc = records.Xc
+            U = geometry.to_unit(geometry.project(Xc))
+            stream.add_step(U, Xc - geometry.center)
         self.n_steps_ = stream.n_steps
         rng = check_random_state(self._step_seed + self.n_steps_)
         n_hat = max(float(stream.counts(0, np.zeros(1, dtype=np.int64))[0]), 1.0)
@@ -763,24 +816,23 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         self.projected_centers_ = M
         self.cluster_sizes_ = counts
         self.selected_repeat_ = 0
-        self._finish(X, dtype)
+        self._finish(records, dtype)
         return self
 
-    def _start_stream(self, X):
+    def _start_stream(self, n, d, data_range):
         split = self._split()
         rng = check_random_state(self.random_state)
-        self.bounds_ = self._resolve_bounds(X)
-        d = X.shape[1]
+        self.bounds_ = self._resolve_bounds(d, data_range)
         tree_share = split[0] + split[1]
         ledger = []
         if self.n_levels == "auto" or self.n_components == "auto":
             eps_size, eps_tree, eps_sum = split_budget(
                 self.epsilon, [tree_share * _SIZE_SHARE, tree_share * (1 - _SIZE_SHARE), split[2]])
-            n_hat, entry = self._noisy_size(len(X), eps_size, rng)
+            n_hat, entry = self._noisy_size(n, eps_size, rng)
             ledger.append(entry)
         else:
             eps_tree, eps_sum = split_budget(self.epsilon, [tree_share, split[2]])
-            n_hat = float(len(X))
+            n_hat = float(n)
         self.n_components_ = self._n_components(d, n_hat, self.epsilon)
         geometry = _Geometry(*self.bounds_, self.n_components_, rng)
         self.projection_ = geometry.projection

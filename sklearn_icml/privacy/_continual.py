@@ -193,24 +193,40 @@ class ContinualQuadtreeHistogram:
         U = check_finite(U, "U", caller=caller, ndim=2)
         if U.shape[1] != self.n_dims:
             raise ValueError(f"{caller}: U must have {self.n_dims} columns; got shape {U.shape}.")
-        Q = unit_cells(U, self.n_levels)
-        per_level = [(np.zeros(1, dtype=np.int64), np.array([float(len(Q))]))]
-        per_level += level_counts(Q, self.n_levels)
-        sums = None
         if self.keep_sums and values is not None:
             values = check_finite(values, "values", caller=caller, ndim=2)
             if len(values) != len(U):
                 raise ValueError(f"{caller}: values must have one row per record; got {len(values)} for {len(U)}.")
-            sums = [None]
-            for level in range(1, self.n_levels + 1):
-                keys = pack_keys(Q >> (self.n_levels - level), level)
-                uniq, inv = np.unique(keys, return_inverse=True)
-                acc = np.zeros((len(uniq), values.shape[1]))
-                np.add.at(acc, inv, values)
-                sums.append((uniq, acc))
-        self._steps.append((per_level, sums))
+        else:
+            values = None
+        per_level, sums = step_tables(U, self.n_levels, values)
+        return self.add_step_tables(per_level, sums)
+
+    def add_step_tables(self, per_level, sums=None):
+        """Add one time step from its exact per-cell tables (see :func:`step_tables`).
+
+        Tables of blocks of the same step merge by adding their counts and sums
+        (:func:`merge_step_tables`), so a step held by a Dask collection is
+        added without gathering its records.
+
+        Parameters
+        ----------
+        per_level : list of (keys, counts)
+            Levels 0 to ``n_levels``: sorted packed cell keys and exact counts.
+        sums : list of (keys, sums) or None
+            Levels 1 to ``n_levels`` (index 0 is None): exact per-cell sums.
+
+        Returns
+        -------
+        histogram : ContinualQuadtreeHistogram
+            The histogram, for chaining.
+        """
+        if self.n_steps >= self.max_steps:
+            raise ValueError(f"the stream's budget covers max_steps={self.max_steps} steps; all were used.")
+        self._steps.append((per_level, sums if self.keep_sums else None))
         self.n_steps += 1
         return self
+
 
     def _node_total(self, node, getter, keys, width):
         height, index = node
@@ -305,3 +321,38 @@ class ContinualQuadtreeHistogram:
                                                  self.n_dims, threshold)
         return QuadtreeHistogram(levels, cells, counts, heavy, self.n_levels, threshold, lower, upper,
                                  self.prefix_noise_std(), ledger=self.ledger)
+
+
+def step_tables(U, n_levels, values=None):
+    """Exact per-level cell counts (and per-cell sums of ``values``) of records ``U`` in the unit cube."""
+    Q = unit_cells(U, n_levels)
+    per_level = [(np.zeros(1, dtype=np.int64), np.array([float(len(Q))]))]
+    per_level += level_counts(Q, n_levels)
+    sums = None
+    if values is not None:
+        sums = [None]
+        for level in range(1, n_levels + 1):
+            keys = pack_keys(Q >> (n_levels - level), level)
+            uniq, inv = np.unique(keys, return_inverse=True)
+            acc = np.zeros((len(uniq), values.shape[1]))
+            np.add.at(acc, inv, values)
+            sums.append((uniq, acc))
+    return per_level, sums
+
+
+def _merge_keyed(tables):
+    keys = np.concatenate([k for k, _ in tables])
+    uniq, inv = np.unique(keys, return_inverse=True)
+    values = np.concatenate([v for _, v in tables])
+    acc = np.zeros((len(uniq),) + values.shape[1:])
+    np.add.at(acc, inv.reshape(-1), values)
+    return uniq, acc
+
+
+def merge_step_tables(parts):
+    """Tables of the union of disjoint record sets (a list of :func:`step_tables` results)."""
+    per_level = [_merge_keyed([p[0][level] for p in parts]) for level in range(len(parts[0][0]))]
+    sums = None
+    if parts[0][1] is not None:
+        sums = [None] + [_merge_keyed([p[1][level] for p in parts]) for level in range(1, len(parts[0][1]))]
+    return per_level, sums

@@ -109,7 +109,18 @@ def noisy_group_sums(X, groups, n_groups, *, bounds, epsilon_count, epsilon_sum,
     counts = np.bincount(groups, minlength=n_groups).astype(np.float64)
     sums = np.zeros((n_groups, d))
     np.add.at(sums, groups, Z)
+    counts, sums, ledger = release_group_totals(counts, sums, n, half, epsilon_count=epsilon_count,
+                                                epsilon_sum=epsilon_sum, delta=delta, model=model, rng=rng)
+    return counts, sums, center, ledger
 
+
+def release_group_totals(counts, sums, n, half, *, epsilon_count, epsilon_sum, delta, model, rng):
+    """The noise of :func:`noisy_group_sums` on exact totals (counts, sums of ``x - c``) of ``n`` records.
+
+    Split out so that totals reduced elsewhere (blocks of a Dask collection)
+    are released by the same mechanism, with the same draws from ``rng``.
+    """
+    n_groups, d = sums.shape
     count_sens = group_count_sensitivity(model)
     count_scale = count_sens / epsilon_count
     use_gauss = delta > 0
@@ -147,4 +158,4 @@ def noisy_group_sums(X, groups, n_groups, *, bounds, epsilon_count, epsilon_sum,
         ledger_entry("group sums" + label, kind, sensitivity=sum_sens, scale=sum_scale, epsilon=epsilon_sum,
                      delta=delta if use_gauss else 0.0),
     ]
-    return counts, sums, center, ledger
+    return counts, sums, ledger

@@ -1,0 +1,180 @@
+"""PrivateKMeans on Dask collections: exact totals reduced per block, the noise drawn once on the client.
+
+Every release of the fit is a noisy version of a sum over the records: the
+number of records, the counts of the candidate cells of each quadtree level,
+the per-cluster counts and sums (and, for boosting, the runs' k-means costs).
+Each block computes its exact part where it lives; the parts are added up a
+tree on the workers; the client adds the noise, once, to the totals, drawing
+from the estimator's ``random_state`` in the same order as the in-memory fit.
+The projection is data-independent, so every block applies the same one.
+
+Trust model: the workers see raw records, as the curator of the central model
+does (the cluster *is* the curator); only noisy releases leave the fit. The
+local model, where no one may see raw records, is refused.
+
+Passes over the data: one for the size (and the box when ``bounds=None``), one
+per quadtree level (the candidates of a level depend on the noisy counts of
+the level above), one for the cluster totals (one per round for DP-Lloyd), one
+for the boosting costs and one for ``inertia_``.
+"""
+
+import math
+from functools import partial
+
+import numpy as np
+from sklearn.utils import check_array, check_random_state
+
+from ..privacy import QuadtreeHistogram, ledger_entry
+from ..privacy._cells import check_geometry, pack_keys, unit_cells
+from ..privacy._continual import merge_step_tables, step_tables
+from ..privacy._quadtree import grow_tree, to_unit
+from ..privacy._sensitivity import tree_level_sensitivity
+from ..privacy._sums import release_group_totals
+from ..privacy._validation import check_box
+from ..utils._dask import aligned_blocks, n_columns, reduce_blocks, sum_combine
+from ._mettu_plaxton import nearest
+
+
+def _matrix(block, n_features, name):
+    X = check_array(block["X"], dtype=[np.float64, np.float32], ensure_min_samples=0, input_name="X")
+    if X.shape[1] != n_features:
+        raise ValueError(f"{name}: a block of X has {X.shape[1]} columns; expected {n_features}.")
+    return np.asarray(X, dtype=np.float64)
+
+
+def _summary(block, **kw):
+    X = _matrix(block, **kw)
+    if not len(X):
+        return np.zeros(1), np.full(X.shape[1], np.inf), np.full(X.shape[1], -np.inf)
+    return np.array([float(len(X))]), X.min(axis=0), X.max(axis=0)
+
+
+def _merge_summary(parts):
+    return (sum_combine([p[0] for p in parts]), np.min([p[1] for p in parts], axis=0),
+            np.max([p[2] for p in parts], axis=0))
+
+
+def _clipped(block, bounds, **kw):
+    return np.clip(_matrix(block, **kw), *bounds)
+
+
+def _cell_counts(block, *, bounds, geometry, unit_box, n_levels, level, keys, **kw):
+    """Exact counts of the block's projected records in the candidate cells ``keys`` (sorted) at ``level``."""
+    Y = geometry.project(_clipped(block, bounds, **kw))
+    Q = unit_cells(to_unit(Y, *unit_box), n_levels)
+    own = pack_keys(Q >> (n_levels - level), level)
+    pos = np.clip(np.searchsorted(keys, own), 0, max(len(keys) - 1, 0))
+    hit = keys[pos] == own if len(keys) else np.zeros(len(own), dtype=bool)
+    return np.bincount(pos[hit], minlength=len(keys)).astype(np.float64)
+
+
+def _group_totals(block, *, bounds, geometry, centers, n_groups, **kw):
+    """Exact sizes and sums of ``x - c`` of the groups of the nearest ``centers``."""
+    Xc = _clipped(block, bounds, **kw)
+    groups = nearest(Xc if geometry is None else geometry.project(Xc), centers)
+    sums = np.zeros((n_groups, Xc.shape[1]))
+    np.add.at(sums, groups, Xc - (bounds[0] + bounds[1]) / 2.0)
+    return np.bincount(groups, minlength=n_groups).astype(np.float64), sums
+
+
+def _costs(block, *, bounds, candidates, **kw):
+    Xc = _clipped(block, bounds, **kw)
+    return np.array([float(((Xc - C[nearest(Xc, C)]) ** 2).sum()) for C in candidates])
+
+
+def _inertia(block, *, centers, **kw):
+    X = _matrix(block, **kw)
+    return np.array([float(((X - centers[nearest(X, centers)]) ** 2).sum())])
+
+
+def _step_tables(block, *, bounds, geometry, n_levels, **kw):
+    Xc = _clipped(block, bounds, **kw)
+    return step_tables(geometry.to_unit(geometry.project(Xc)), n_levels, Xc - geometry.center)
+
+
+def _block_labels(block, centers):
+    return nearest(np.asarray(block, dtype=np.float64), centers)
+
+
+class _DaskRecords:
+    """The fit's data as aligned blocks of a Dask collection (the counterpart of ``_Records``)."""
+
+    def __init__(self, X, blocks, n_features, name):
+        self.X, self.blocks, self.d, self.name = X, blocks, n_features, name
+        self.kw = dict(n_features=n_features, name=name)
+        n, self._min, self._max = reduce_blocks(partial(_summary, **self.kw), blocks, combine=_merge_summary)
+        self.n = int(n[0])
+        if self.n == 0:
+            raise ValueError(f"Found array with 0 sample(s) (shape=(0, {n_features})) while a minimum of 1 is "
+                             f"required by {name}.")
+        self.bounds = None
+
+    def data_range(self):
+        return self._min.copy(), self._max.copy()
+
+    def set_bounds(self, bounds):
+        self.bounds = (bounds[0].copy(), bounds[1].copy())
+
+    def _reduce(self, func, combine=sum_combine, **kw):
+        return reduce_blocks(partial(func, bounds=self.bounds, **kw, **self.kw), self.blocks, combine=combine)
+
+    def histogram(self, geometry, n_levels, epsilon, threshold, rng):
+        """The central private quadtree histogram (as ``private_quadtree_histogram``), one pass per level."""
+        n_dims = geometry.projection.shape[1]
+        check_geometry(n_dims, n_levels)
+        lower, upper = check_box((-geometry.cube, geometry.cube), n_dims, caller=self.name)
+        scale = tree_level_sensitivity() * n_levels / epsilon
+
+        def count_fn(level, cells, keys):
+            exact = self._reduce(_cell_counts, geometry=geometry, unit_box=(lower, upper), n_levels=n_levels,
+                                 level=level, keys=keys)
+            return exact + rng.laplace(0.0, scale, size=len(keys))
+
+        levels, cells, counts, heavy = grow_tree(count_fn, n_levels, n_dims, threshold)
+        ledger = [ledger_entry("tree counts (one level per release)", "laplace", sensitivity=tree_level_sensitivity(),
+                               scale=n_levels / epsilon, count=n_levels, epsilon=epsilon)]
+        return QuadtreeHistogram(levels, cells, counts, heavy, n_levels, threshold, lower, upper,
+                                 math.sqrt(2.0) * scale, ledger=ledger)
+
+    def group_sums(self, geometry, centers, n_groups, bounds, rng, *, epsilon_count, epsilon_sum, delta):
+        counts, sums = self._reduce(_group_totals, geometry=geometry, centers=centers, n_groups=n_groups)
+        lower, upper = bounds
+        counts, sums, ledger = release_group_totals(
+            counts, sums, self.n, (upper - lower) / 2.0, epsilon_count=epsilon_count, epsilon_sum=epsilon_sum,
+            delta=delta, model="central", rng=check_random_state(rng))
+        return counts, sums, (lower + upper) / 2.0, ledger
+
+    def costs(self, candidates):
+        return self._reduce(_costs, candidates=candidates)
+
+    def step_tables(self, geometry, n_levels):
+        return self._reduce(_step_tables, combine=merge_step_tables, geometry=geometry, n_levels=n_levels)
+
+    def labels_and_inertia(self, centers):
+        """``inertia_`` reduced now; ``labels_`` a lazy Dask array (computing it is one more pass)."""
+        inertia = reduce_blocks(partial(_inertia, centers=centers, **self.kw), self.blocks)
+        arr = self.X if hasattr(self.X, "chunks") else self.X.to_dask_array()
+        labels = arr.rechunk({1: -1}).map_blocks(_block_labels, centers, drop_axis=1, dtype=np.int64)
+        return labels, float(inertia[0])
+
+
+def dask_records(est, X, *, reset):
+    """Validate a Dask ``X`` for ``est`` and wrap it; returns ``(records, dtype of the centres)``."""
+    name = type(est).__name__
+    if est.privacy != "central":
+        raise ValueError(f"{name}: Dask inputs are fitted in the central model (the cluster's workers see the raw "
+                         f"records, as the curator does); privacy={est.privacy!r} needs every record to randomise "
+                         "its own report before it is sent: fit it in memory.")
+    d = n_columns(X, "X", name)
+    columns = getattr(X, "columns", None)
+    if reset:
+        est.n_features_in_ = d
+        if columns is not None and all(isinstance(c, str) for c in columns):
+            est.feature_names_in_ = np.asarray(list(columns), dtype=object)
+        else:
+            est.__dict__.pop("feature_names_in_", None)
+    elif d != est.n_features_in_:
+        raise ValueError(f"X has {d} features, but {name} is expecting {est.n_features_in_} features as input.")
+    dtypes = list(X.dtypes) if columns is not None else [X.dtype]
+    dtype = np.float32 if all(np.dtype(t) == np.float32 for t in dtypes) else np.float64
+    return _DaskRecords(X, aligned_blocks(name, "X", X, {}), d, name), dtype
