@@ -57,5 +57,7 @@ for bench in benchmarks/bench_*.py; do
 done
 # S14 scheduling: the full GPU rows (n = 5000 and 10,000, B = 250, 500 epochs, CP-SAT at 60 s; epoch CPU vs GPU)
 run $py benchmarks/bench_scheduling.py --device cuda --seeds 1 --only gpu --output "$report" --results-dir "$out/results"
+# S4 DySLIM: KS at 512 points (periodic_conv, batch 1024, 12 bandwidths), L63 at time step 0.4; seconds per step CPU vs GPU
+run $py benchmarks/bench_dyslim.py --device cuda --seeds 1 --cases gpu --output "$report" --results-dir "$out/results"
 echo "gpu.sh finished with status $status; tables in $report"
 exit $status

@@ -131,6 +131,26 @@ def _synthetic_data_classifier():
     return SyntheticDataClassifier(PrivateEvolution(n_iterations=3, bounds=(-4.0, 4.0), random_state=0))
 
 
+def _lorenz_pairs():
+    from sklearn_icml.datasets import make_lorenz63
+    from sklearn_icml.dynamics import make_rollout_dataset
+
+    return make_rollout_dataset(make_lorenz63(6, 30, random_state=0))
+
+
+def _dyslim_scorer():
+    from sklearn_icml.datasets import make_lorenz63
+    from sklearn_icml.dynamics import invariant_measure_scorer
+
+    return invariant_measure_scorer(make_lorenz63(4, 50, random_state=1).reshape(-1, 3), n_steps=20, burn_in=0.5)
+
+
+def _dyslim():
+    from sklearn_icml.dynamics import DySLIMRegressor
+
+    return DySLIMRegressor(hidden_layer_sizes=(8,), max_iter=10, random_state=0)
+
+
 def _meta_lfbo_pipeline():
     from sklearn_icml.optimize import MetaLFBOClassifier
 
@@ -206,6 +226,12 @@ CASES = {
         {"metalfboclassifier__prior_precision": [0.1, 10.0], "metalfboclassifier__n_features": [4, 8]},
         _binary_classification,
         "neg_log_loss",
+    ),
+    "dynamics_dyslim_invariant_measure": (  # S4: lambda chosen on long-run statistics of each fold's rollouts
+        _dyslim,
+        {"lambda_uncond": [0.0, 1.0], "lambda_cond": [0.0, 1.0]},
+        _lorenz_pairs,
+        _dyslim_scorer(),
     ),
     "bandits_agent_simulation_scorer": (  # an agent tuned against a simulator (the scorer ignores the folds)
         lambda: _borda_etc_agent(),
