@@ -189,19 +189,20 @@ def fit_projectors(source, target, *, projector, n_projectors, groups, ridge_alp
     if groups is not None:
         subsets = [np.flatnonzero(groups == g) for g in np.unique(groups)]
     elif n_projectors == 1:
-        subsets = [np.arange(source.shape[0])]
+        subsets = [slice(None)]  # every pair, without a copy
     else:
         subsets = [rng.randint(0, source.shape[0], size=source.shape[0]) for _ in range(n_projectors)]
     projectors = []
     for j, rows in enumerate(subsets):
         S, T = source[rows], target[rows]
+        n_rows = S.shape[0]
         if projector == "ridge":
             projectors.append(fit_ridge(S, T, ridge_alpha))
         elif projector == "procrustes":
             projectors.append(fit_procrustes(S, T))
         else:
             if verbose:
-                print(f"[{name}] projector {j + 1}/{len(subsets)} on {len(rows)} pairs", flush=True)
+                print(f"[{name}] projector {j + 1}/{len(subsets)} on {n_rows} pairs", flush=True)
             projectors.append(fit_mlp(S, T, loss=loss, temperature=temperature, max_iter=max_iter,
                                       batch_size=batch_size, learning_rate=learning_rate, device=device,
                                       random_state=draw_seed(rng), verbose=verbose,

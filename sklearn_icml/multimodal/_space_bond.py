@@ -204,11 +204,12 @@ class SpaceBond(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True  # only the expert part, and only as a whole (checked in fit/transform)
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
 
     def _validate(self, X, reset):
         name = type(self).__name__
-        X = validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite="allow-nan")
+        X = validate_data(self, X, reset=reset, dtype=[np.float64, np.float32], ensure_all_finite="allow-nan")
         if reset:
             widths = block_widths(X.shape[1], self.n_base_features, None, 1, name)
         else:
@@ -280,9 +281,9 @@ class SpaceBond(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             out = l2_normalize(u)
             projected = (mean_projection(self.projectors_, e[present], device, self.batch_size)
                          if present.any() else np.empty((0, u.shape[1])))
-            return out, present, projected, out[present]
-        out = mean_projection(self.projectors_, u, device, self.batch_size)
-        anchor = l2_normalize(e[present]) if present.any() else np.empty((0, e.shape[1]))
+            return out, present, projected.astype(u.dtype, copy=False), out[present]
+        out = mean_projection(self.projectors_, u, device, self.batch_size).astype(u.dtype, copy=False)
+        anchor = l2_normalize(e[present]) if present.any() else np.empty((0, e.shape[1]), dtype=e.dtype)
         return out, present, out[present], anchor
 
     @staticmethod
@@ -290,7 +291,7 @@ class SpaceBond(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         out, rows, projected, anchor = parts
         out = out.copy()
         if rows.any():
-            f = factors[rows]
+            f = factors[rows].astype(out.dtype)
             out[rows] = l2_normalize(f * projected + (1.0 - f) * anchor)
         return out
 
@@ -310,7 +311,8 @@ class SpaceBond(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         -------
         X_new : ndarray of shape (n_samples, n_base_features_) or (n_samples, n_expert_features_)
             L2-normalised embeddings: in the unified space for a combination
-            bond, in the expert space for a displacement bond.
+            bond, in the expert space for a displacement bond; float32 for
+            float32 input, else float64.
         """
         check_is_fitted(self)
         name = type(self).__name__

@@ -225,3 +225,13 @@ def test_input_is_not_modified():
     X0 = X.copy()
     SpaceBond(n_projectors=2, random_state=0).fit(X).transform(X)
     np.testing.assert_array_equal(X, X0)
+
+
+def test_float32_input_stays_float32():
+    X, _, _ = _paired()
+    Z64 = SpaceBond(n_base_features=6, n_projectors=2, random_state=0).fit(X).transform(X)
+    bond = SpaceBond(n_base_features=6, n_projectors=2, random_state=0).fit(X.astype(np.float32))
+    assert bond.projectors_[0].coef.dtype == np.float32
+    Z32 = bond.transform(X.astype(np.float32))
+    assert Z32.dtype == np.float32
+    np.testing.assert_allclose(Z32, Z64, atol=1e-4)
