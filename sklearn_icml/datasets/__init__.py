@@ -43,6 +43,10 @@ from ._optimize import make_forrester_tasks, make_hpo_tasks  # noqa: E402
 
 __all__ += ["make_forrester_tasks", "make_hpo_tasks"]
 
+from ._tabular_hpo import make_tabular_hpo_tasks  # noqa: E402
+
+__all__ += ["make_tabular_hpo_tasks"]
+
 from ._scheduling import load_dcs_graph, make_scheduling_dag  # noqa: E402
 
 __all__ += ["load_dcs_graph", "make_scheduling_dag"]
