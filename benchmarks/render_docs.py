@@ -193,11 +193,11 @@ def hardware_label(run):
 def page_tables(doc):
     """The tables of a benchmark's page: main tables with the merged runs' rows of the same title beside
     theirs, then merged tables of titles the main run lacks. Each entry: (label, table, [(run, rows)])."""
-    bench = doc["bench"]
+    slug = doc["bench"].replace("_", "-")
     all_runs = runs(doc)
     out, by_title = [], {}
     for i, t in enumerate(all_runs[0]["tables"], 1):
-        entry = (f"bench-{bench}-t{i}", t, [(all_runs[0], t)])
+        entry = (f"bench-{slug}-t{i}", t, [(all_runs[0], t)])
         by_title.setdefault(t["title"], entry)
         out.append(entry)
     for k, run in enumerate(all_runs[1:], 1):
@@ -205,7 +205,7 @@ def page_tables(doc):
             if t["title"] in by_title:
                 by_title[t["title"]][2].append((run, t))
             else:
-                entry = (f"bench-{bench}-r{k}-t{i}", t, [(run, t)])
+                entry = (f"bench-{slug}-r{k}-t{i}", t, [(run, t)])
                 by_title[t["title"]] = entry
                 out.append(entry)
     return [(label, t, [(run, tt, table_rows(tt)) for run, tt in parts]) for label, t, parts in out]
