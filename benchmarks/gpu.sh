@@ -59,5 +59,8 @@ done
 run $py benchmarks/bench_scheduling.py --device cuda --seeds 1 --only gpu --output "$report" --results-dir "$out/results"
 # S4 DySLIM: KS at 512 points (periodic_conv, batch 1024, 12 bandwidths), L63 at time step 0.4; seconds per step CPU vs GPU
 run $py benchmarks/bench_dyslim.py --device cuda --seeds 1 --cases gpu --output "$report" --results-dir "$out/results"
+# S5 Auto-Linear: the full GPU rows (2-D 64 x 64 maps, 10k unpaired per domain, conv encoders, 3000 steps each,
+# against a paired-only conv encoder-decoder; seconds per epoch CPU vs GPU)
+run $py benchmarks/bench_auto_linear.py --device cuda --seeds 1 --only gpu --output "$report" --results-dir "$out/results"
 echo "gpu.sh finished with status $status; tables in $report"
 exit $status
