@@ -348,6 +348,23 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
     observation supports insertions only, one batch per step, and the first
     batch's noisy size sets the depth.
 
+    Dask collections (the ``distributed`` extra): :meth:`fit` and
+    :meth:`partial_fit` take a ``dask.array.Array`` or
+    ``dask.dataframe.DataFrame`` in the central model. The trust model is the
+    central one with the cluster as the curator: the workers see raw records.
+    Each block computes exact totals (the dataset size, the counts of each
+    level's candidate cells, the per-cluster counts and sums, the boosting
+    costs); the totals are added up on the workers and the noise is drawn
+    **once**, on the client, from ``random_state``, in the same order as in
+    memory. So the releases, ``cluster_sizes_``, the tree and
+    ``privacy_ledger_`` are those of the in-memory fit on the same data and
+    seed; the centres agree to rounding (the per-cluster sums of floats are
+    added in another order). A fit reads the data once per quadtree level plus
+    three or four times; ``labels_`` is then a lazy Dask array (compute it, or
+    call :meth:`predict`). :meth:`partial_fit` on a Dask collection adds the
+    whole collection as one step, as an in-memory batch would. See
+    :ref:`scaling_out`.
+
     References
     ----------
     .. [1] M. Dupré la Tour, M. Henzinger and D. Saulpic, "Making Old Things
@@ -508,8 +525,10 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data.
+        X : array-like or Dask collection of shape (n_samples, n_features)
+            Training data; a ``dask.array.Array`` or ``dask.dataframe.DataFrame``
+            is reduced block by block, with the noise drawn once on the client
+            (see Notes).
         y : None
             Ignored.
 
@@ -735,8 +754,9 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            The batch of new records.
+        X : array-like or Dask collection of shape (n_samples, n_features)
+            The batch of new records (a Dask collection is one batch, reduced
+            block by block).
         y : None
             Ignored.
 

@@ -114,6 +114,10 @@ def binned_ece(y_true, y_score, *, n_bins=15, strategy="uniform", response="prob
     (not in an extra one). Binned ECE jumps when scores cross bin edges; see
     the gallery example on the paper's synthetic predictor.
 
+    Dask collections are computed with ``strategy="uniform"`` (per-bin totals
+    add up over blocks; equal-mass edges would need a global sort). See
+    :ref:`scaling_out`.
+
     References
     ----------
     .. [1] M. P. Naeini, G. Cooper, M. Hauskrecht, "Obtaining Well Calibrated

@@ -254,6 +254,12 @@ def ls_ece(y_true, y_score, *, sigma=0.1, noise="gaussian", estimator="grid", re
     unweighted mean over classes. One sample is allowed: its LS-ECE is
     ``E|y - s(z + xi)|``.
 
+    Dask collections (``dask.array.Array``, ``dask.dataframe.DataFrame`` /
+    ``Series``) are computed with ``noise="gaussian"`` and
+    ``estimator="grid"``: each block bins its scores onto the grid, the grids
+    add up, and the convolution and the integral run on the client; the
+    value equals the in-memory one to rounding. See :ref:`scaling_out`.
+
     References
     ----------
     .. [1] M. Chidambaram, H. Lee, C. McSwiggen, S. Rezchikov, "How Flawed Is

@@ -87,6 +87,10 @@ def ls_reliability_curve(y_true, y_score, *, sigma=0.1, noise="gaussian", respon
     with their observed frequency, so the curve then has ``n_points + 1`` or
     ``n_points + 2`` points.
 
+    Dask collections are computed with ``noise="gaussian"``: the blocks' grids
+    add up and the curve is read from the summed grid on the client. See
+    :ref:`scaling_out`.
+
     References
     ----------
     .. [1] M. Chidambaram, H. Lee, C. McSwiggen, S. Rezchikov, "How Flawed Is

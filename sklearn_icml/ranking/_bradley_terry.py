@@ -219,6 +219,19 @@ class BradleyTerryRanker(ClassifierMixin, BaseEstimator):
     raised when a penalty-held rating lies more than 1000 Elo points from the
     mean.
 
+    Dask collections: ``fit`` takes ``X`` (and ``y``, ``sample_weight``,
+    ``sampling_proba``) as ``dask.array.Array`` or ``dask.dataframe.DataFrame``
+    / ``Series`` (the ``distributed`` extra). Each block is reduced where it
+    lives to its distinct battles with summed weights, the blocks' tables are
+    merged up a tree, and the Newton fit, the sandwich and the intervals run on
+    the merged table on the client: the ratings equal the in-memory ones.
+    Without covariates the table has at most ``3 * n_items**2`` rows whatever
+    the number of battles; continuous covariates or sampling probabilities
+    make most battles distinct, and the table then grows with the data. With
+    an active ``distributed.Client``, the bootstrap resamples (multinomial
+    draws over that table, the same as resampling battles) run on the workers
+    through joblib's Dask backend. See :ref:`scaling_out`.
+
     References
     ----------
     .. [1] W.-L. Chiang, L. Zheng, Y. Sheng, A. N. Angelopoulos, T. Li, D. Li,
@@ -290,14 +303,15 @@ class BradleyTerryRanker(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_battles, 2 + n_covariates)
+        X : array-like or Dask collection of shape (n_battles, 2 + n_covariates)
             Columns 0 and 1: ids of the first and second competitor; further
-            columns: numeric battle covariates.
-        y : array-like of shape (n_battles,)
+            columns: numeric battle covariates. A ``dask.array.Array`` or
+            ``dask.dataframe.DataFrame`` is reduced block by block (see Notes).
+        y : array-like or Dask collection of shape (n_battles,)
             Outcome labels (see ``win_labels`` and ``tie_labels``).
-        sample_weight : array-like of shape (n_battles,), default=None
+        sample_weight : array-like or Dask collection of shape (n_battles,), default=None
             Frequency weights (weight k is the same as k identical battles).
-        sampling_proba : array-like of shape (n_battles,), default=None
+        sampling_proba : array-like or Dask collection of shape (n_battles,), default=None
             Probability with which each battle's pair was sampled (e.g. from
             :meth:`ActivePairSampler.sampling_proba`); the battles are then
             weighted by ``1 / sampling_proba`` (paper Eq. 7).

@@ -2,16 +2,14 @@
 
 The likelihood, the sandwich and the multinomial bootstrap only see the
 distinct battles with their summed weights (:class:`_bt_solver.Buckets`), so a
-battle log of any length reduces to at most ``3 * n_items**2`` rows without
-covariates. Two passes over the blocks:
-
-1. the distinct competitor ids (of the battles that are fitted), the distinct
-   outcome labels, and the sums that normalise the inverse-probability weights;
-2. per block, the buckets of its battles (codes against the global, sorted
-   competitor list), merged pairwise up a tree on the workers.
-
-The merged buckets are those :func:`_bt_solver.aggregate` builds in memory,
-in the same order, so the fit that follows is the in-memory one.
+battle log of any length reduces to at most ``n_labels * n_items**2`` rows
+without covariates. One pass over the blocks: each block collapses its battles
+to distinct rows coded against its own competitors and outcome labels; the
+tables are merged up a tree on the workers (codes remapped to the union of the
+competitors and labels, identical rows summed). On the client the labels are
+parsed as in memory, the inverse-probability weights normalised, and
+:func:`_bt_solver.aggregate` builds the buckets the in-memory fit builds, in
+the same order, so the fit that follows is the in-memory one.
 """
 
 from functools import partial
@@ -52,54 +50,75 @@ def _block_arrays(block, *, name, n_features, tie_keys, ties):
     return ids, Z, y, freq, prob, keep
 
 
-def _first_pass(block, **kw):
-    """Distinct kept ids, distinct labels, and the sums (freq, freq / prob) of the kept battles."""
-    ids, _, y, freq, prob, keep = _block_arrays(block, **kw)
-    items = factorize(np.ascontiguousarray(ids[keep]).reshape(-1))[0] if keep.any() else ids[:0].reshape(-1)
-    labels = factorize(y)[0] if len(y) else y
-    sums = np.array([freq[keep].sum(), 0.0 if prob is None else np.dot(freq[keep], 1.0 / prob[keep]),
-                     keep.sum(), len(y)])
-    return items, labels, sums
+class _Table:
+    """One block's (or several merged blocks') battles, aggregated against its own competitors and labels.
+
+    ``rows`` holds distinct ``(first, second, label, 1 / sampling_proba, covariates...)`` with their summed
+    ``freq``; codes index ``items`` and ``labels``. ``sums`` = (kept weight, kept weight / proba).
+    """
+
+    def __init__(self, items, labels, a, b, lab, ipw, Z, freq, n_battles, sums):
+        self.items, self.labels = items, labels
+        self.a, self.b, self.lab, self.ipw, self.Z, self.freq = a, b, lab, ipw, Z, freq
+        self.n_battles, self.sums = n_battles, sums
 
 
-def _merge_first(parts):
-    items = factorize(np.concatenate([p[0] for p in parts]))[0]
-    labels = factorize(np.concatenate([p[1] for p in parts]))[0]
-    return items, labels, sum_combine([p[2] for p in parts])
+def _collapse(items, labels, a, b, lab, ipw, Z, freq, n_battles, sums):
+    """Sum the weights of identical rows (exact: the likelihood only sees sums)."""
+    key = (a.astype(np.int64) * len(items) + b) * max(len(labels), 1) + lab
+    if Z.shape[1] == 0 and (len(ipw) == 0 or np.all(ipw == ipw[0])):
+        uniq, inv = np.unique(key, return_inverse=True)
+        w = np.full(len(uniq), ipw[0] if len(ipw) else 1.0)
+        Zu = np.zeros((len(uniq), 0))
+    else:
+        rows, inv = np.unique(np.column_stack([key.astype(np.float64), ipw, Z]), axis=0, return_inverse=True)
+        uniq, w, Zu = rows[:, 0].astype(np.int64), rows[:, 1], np.ascontiguousarray(rows[:, 2:])
+    f = np.bincount(inv.reshape(-1), weights=freq, minlength=len(uniq))
+    L, ab = max(len(labels), 1), uniq // max(len(labels), 1)
+    return _Table(items, labels, ab // len(items) if len(items) else ab, ab % len(items) if len(items) else ab,
+                  uniq % L, w, Zu, f, n_battles, sums)
 
 
-def _second_pass(block, *, items, label_keys, label_scores, ipw_scale, **kw):
-    """The block's buckets against the global competitor list, and its per-competitor battle weights."""
+def _block_table(block, **kw):
+    """One pass: the block's distinct battles against its own competitors and labels."""
     ids, Z, y, freq, prob, keep = _block_arrays(block, **kw)
-    M = len(items)
-    ids, Z, y, freq = ids[keep], Z[keep], y[keep], freq[keep]
-    ipw = None if prob is None else (1.0 / prob[keep]) / ipw_scale
-    if not len(y):
-        return None, np.zeros(M)
-    labels, inv = factorize(y)
-    score = np.array([label_scores[label_keys[_key(lab)]] for lab in labels])[inv]
-    codes = lookup_ids(items, ids)
-    n_battles = (np.bincount(codes[:, 0], weights=freq, minlength=M)
-                 + np.bincount(codes[:, 1], weights=freq, minlength=M))
-    return _bt_solver.aggregate(codes, score, Z, freq, ipw, M), n_battles
+    labels, lab = factorize(y) if len(y) else (y, np.zeros(0, dtype=np.intp))
+    ipw = np.ones(len(y)) if prob is None else 1.0 / prob
+    sums = np.array([freq[keep].sum(), np.dot(freq[keep], ipw[keep]), len(y)])
+    ids, Z, lab, freq, ipw = ids[keep], Z[keep], lab[keep], freq[keep], ipw[keep]
+    if len(ids):
+        items, codes = factorize(np.ascontiguousarray(ids).reshape(-1))
+        codes = codes.reshape(-1, 2)
+    else:
+        items, codes = ids.reshape(-1), np.zeros((0, 2), dtype=np.intp)
+    n_battles = (np.bincount(codes[:, 0], weights=freq, minlength=len(items))
+                 + np.bincount(codes[:, 1], weights=freq, minlength=len(items)))
+    return _collapse(items, labels, codes[:, 0], codes[:, 1], lab, ipw, Z, freq, n_battles, sums)
 
 
-def _merge_second(parts, *, n_items):
-    buckets = [p[0] for p in parts if p[0] is not None]
-    n_battles = sum_combine([p[1] for p in parts])
-    if not buckets:
-        return None, n_battles
-    return merge_buckets(buckets, n_items), n_battles
+def _position(union, values):
+    """Index of each of ``values`` in the sorted ``union`` (both from :func:`factorize`)."""
+    if not len(values):
+        return np.zeros(0, dtype=np.intp)
+    return lookup_ids(union, np.column_stack([values, values]))[:, 0]
 
 
-def merge_buckets(buckets, n_items):
-    """Buckets of the union of the battles of several :class:`Buckets` (exact: weights add)."""
-    codes = np.column_stack([np.concatenate([b.a for b in buckets]), np.concatenate([b.b for b in buckets])])
-    score = np.concatenate([b.y for b in buckets])
-    Z = np.concatenate([b.Z for b in buckets])
-    freq = np.concatenate([b.freq for b in buckets])
-    ipw = np.concatenate([b.ipw for b in buckets])
-    return _bt_solver.aggregate(codes, score, Z, freq, ipw, n_items)
+def _merge_tables(parts):
+    items = factorize(np.concatenate([t.items for t in parts]))[0]
+    labels = factorize(np.concatenate([t.labels for t in parts]))[0]
+    cols = {name: [] for name in ("a", "b", "lab", "ipw", "Z", "freq")}
+    n_battles = np.zeros(len(items))
+    for t in parts:
+        item_pos, label_pos = _position(items, t.items), _position(labels, t.labels)
+        cols["a"].append(item_pos[t.a])
+        cols["b"].append(item_pos[t.b])
+        cols["lab"].append(label_pos[t.lab])
+        for name in ("ipw", "Z", "freq"):
+            cols[name].append(getattr(t, name))
+        np.add.at(n_battles, item_pos, t.n_battles)
+    merged = {name: np.concatenate(v) for name, v in cols.items()}
+    return _collapse(items, labels, merged["a"], merged["b"], merged["lab"], merged["ipw"], merged["Z"],
+                     merged["freq"], n_battles, sum_combine([t.sums for t in parts]))
 
 
 def prepare_dask(ranker, X, y, sample_weight, sampling_proba):
@@ -123,24 +142,22 @@ def prepare_dask(ranker, X, y, sample_weight, sampling_proba):
                                            "sampling_proba": sampling_proba})
     tie_labels = tuple(ranker.tie_labels)
     kw = dict(name=name, n_features=n_features, tie_keys={_key(t) for t in tie_labels}, ties=ranker.ties)
-    items, labels, (total_freq, total_ipw, n_kept, n_rows) = reduce_blocks(
-        partial(_first_pass, **kw), blocks, combine=_merge_first)
+    table = reduce_blocks(partial(_block_table, **kw), blocks, combine=_merge_tables)
+    total_freq, total_ipw, n_rows = table.sums
     if n_rows == 0:
         raise ValueError(f"Found array with 0 sample(s) (shape=(0, {n_features})) while a minimum of 1 is "
                          f"required by {name}.")
-    classes, first_label, label_scores = parse_outcomes(name, labels, tie_labels=tie_labels,
+    classes, first_label, label_scores = parse_outcomes(name, table.labels, tie_labels=tie_labels,
                                                         win_labels=ranker.win_labels)
-    if n_kept == 0:
+    if not len(table.freq):
         raise ValueError(f"{name}: no battle is left to fit (all weights are zero or all battles are ties "
                          "with ties='drop').")
-    check_ids(name, items)  # sorted as in memory: factorize of the union of the blocks' sorted ids
-    ipw_scale = total_ipw / total_freq if sampling_proba is not None else 1.0
-    label_keys = {_key(lab): i for i, lab in enumerate(labels)}
-    buckets, n_battles = reduce_blocks(
-        partial(_second_pass, items=items, label_keys=label_keys, label_scores=label_scores,
-                ipw_scale=ipw_scale, **kw),
-        blocks, combine=partial(_merge_second, n_items=len(items)))
-    return items, classes, first_label, buckets, n_battles
+    items = table.items  # sorted as in memory: factorize of the union of the blocks' sorted ids
+    check_ids(name, items)
+    ipw = None if sampling_proba is None else table.ipw / (total_ipw / total_freq)
+    buckets = _bt_solver.aggregate(np.column_stack([table.a, table.b]), label_scores[table.lab], table.Z,
+                                   table.freq, ipw, len(items))
+    return items, classes, first_label, buckets, table.n_battles
 
 
 def feature_names(X):
