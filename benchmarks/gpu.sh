@@ -62,5 +62,7 @@ run $py benchmarks/bench_dyslim.py --device cuda --seeds 1 --cases gpu --output 
 # S5 Auto-Linear: the full GPU rows (2-D 64 x 64 maps, 10k unpaired per domain, conv encoders, 3000 steps each,
 # against a paired-only conv encoder-decoder; seconds per epoch CPU vs GPU)
 run $py benchmarks/bench_auto_linear.py --device cuda --seeds 1 --only gpu --output "$report" --results-dir "$out/results"
+# S8 FreeBind: MLP projectors (InfoNCE, 10^5 pairs, 1024 -> 768, batch 4096, 7 projectors); seconds per epoch CPU vs GPU
+run $py benchmarks/bench_freebind.py --device cuda --seeds 2 --only mlp_cost --output "$report" --results-dir "$out/results"
 echo "gpu.sh finished with status $status; tables in $report"
 exit $status
