@@ -203,11 +203,12 @@ class ContinualQuadtreeHistogram:
         return self.add_step_tables(per_level, sums)
 
     def add_step_tables(self, per_level, sums=None):
-        """Add one time step from its exact per-cell tables (see :func:`step_tables`).
+        """Add one time step from its exact per-cell tables.
 
-        Tables of blocks of the same step merge by adding their counts and sums
-        (:func:`merge_step_tables`), so a step held by a Dask collection is
-        added without gathering its records.
+        The tables are those :meth:`add_step` computes from the records; tables
+        of disjoint blocks of the same step merge by adding their counts and
+        sums, so a step held by a Dask collection is added without gathering
+        its records.
 
         Parameters
         ----------
