@@ -1,7 +1,7 @@
 """AutoLinear: self-supervised encoders per domain, linear maps between their latent codes (S5)."""
 
 import warnings
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMixin, clone
@@ -13,9 +13,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils._random import draw_seed
 from ..utils._sklearn_private import HasMethods, Interval, StrOptions, _fit_context
-from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device
+from ..utils._torch import as_numpy, resolve_device
 from ._bridges import fit_bridge
-from ._mae import MaskedAutoencoder, check_layer_sizes
+from ._mae import MAE_CONSTRAINTS, MaskedAutoencoder, check_layer_sizes
 
 __all__ = ["AutoLinear"]
 
@@ -174,18 +174,9 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
         "bridge": [StrOptions({"ridge", "pls", "linear"})],
         "bridge_alphas": ["array-like", None],
         "refit_encoders": ["boolean"],
-        "architecture": [StrOptions({"mlp", "conv"})],
         "input_shape_x": [tuple, list, None],
         "input_shape_y": [tuple, list, None],
-        "hidden_layer_sizes": [tuple, list],
-        "mask_ratio": [Interval(Real, 0, 1, closed="left")],
-        "patch_size": [Interval(Integral, 1, None, closed="left")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "device": DEVICE_CONSTRAINT,
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
+        **MAE_CONSTRAINTS,
     }
 
     def __init__(self, encoder_x="mae", encoder_y="mae", *, n_components_x=32, n_components_y=16, bridge="ridge",

@@ -30,6 +30,21 @@ __all__ = ["MaskedAutoencoder"]
 _INFERENCE_ROWS = 4096
 
 
+#: Constraints of the masked-autoencoder settings :class:`AutoLinear` passes through.
+MAE_CONSTRAINTS = {
+    "architecture": [StrOptions({"mlp", "conv"})],
+    "hidden_layer_sizes": [tuple, list],
+    "mask_ratio": [Interval(Real, 0, 1, closed="left")],
+    "patch_size": [Interval(Integral, 1, None, closed="left")],
+    "max_iter": [Interval(Integral, 1, None, closed="left")],
+    "batch_size": [Interval(Integral, 1, None, closed="left")],
+    "learning_rate": [Interval(Real, 0, None, closed="neither")],
+    "device": DEVICE_CONSTRAINT,
+    "random_state": ["random_state"],
+    "verbose": ["verbose"],
+}
+
+
 def check_layer_sizes(name, sizes, label="hidden_layer_sizes"):
     """``sizes`` as a tuple of positive ints, or a ValueError naming the estimator."""
     sizes = tuple(sizes)
@@ -158,17 +173,8 @@ class MaskedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
 
     _parameter_constraints = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
-        "architecture": [StrOptions({"mlp", "conv"})],
         "input_shape": [tuple, list, None],
-        "hidden_layer_sizes": [tuple, list],
-        "mask_ratio": [Interval(Real, 0, 1, closed="left")],
-        "patch_size": [Interval(Integral, 1, None, closed="left")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "device": DEVICE_CONSTRAINT,
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
+        **MAE_CONSTRAINTS,
     }
 
     def __init__(self, n_components=16, *, architecture="mlp", input_shape=None, hidden_layer_sizes=(128, 128),

@@ -125,13 +125,13 @@ def test_frozen_encoders_and_clipping():
 @pytest.mark.parametrize("device", DEVICES)
 def test_masked_autoencoder_encoders(device):
     S, V = _pairs(80)
-    model = AutoLinear(n_components_x=6, n_components_y=4, hidden_layer_sizes=(16,), max_iter=30,
+    model = AutoLinear(n_components_x=6, n_components_y=4, hidden_layer_sizes=(16,), max_iter=10,
                        device=device, random_state=0).fit(S, V)
     assert isinstance(model.encoder_x_, MaskedAutoencoder) and model.encoder_x_.device_ == device
     assert model.encoder_x_.n_components_ == 6 and model.encoder_y_.n_components_ == 4
     assert model.encoder_x_.random_state != model.encoder_y_.random_state
     np.testing.assert_allclose(model.transform(S), model.encoder_x_.transform(S))
     assert model.predict(S).shape == V.shape and model.predict_forward(V).shape == S.shape
-    again = AutoLinear(n_components_x=6, n_components_y=4, hidden_layer_sizes=(16,), max_iter=30,
+    again = AutoLinear(n_components_x=6, n_components_y=4, hidden_layer_sizes=(16,), max_iter=10,
                        device=device, random_state=0).fit(S, V)
     np.testing.assert_array_equal(model.predict(S), again.predict(S))
