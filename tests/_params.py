@@ -115,9 +115,12 @@ INIT_PARAMS = {
     "AutoLinear": dict(n_components_x=16, n_components_y=3, hidden_layer_sizes=(16,), max_iter=4),
     # left-invertible WGAN (S2): tiny networks, a few generator iterations of one critic step each
     "LeftInvertibleWGAN": dict(hidden_layer_sizes=(8,), max_iter=3, n_critic=1, batch_size=32),
-    # Expand-and-Cluster (S18): three tiny students, few steps; the checks' random targets come from no teacher,
-    # so beta=pi keeps every cluster over the count threshold (the angle filter would drop them all and warn)
-    "ExpandAndCluster": dict(n_students=3, student_width=3, student_max_iter=20, finetune_max_iter=5, beta=np.pi),
+    # Expand-and-Cluster (S18): three tiny students, few steps at a large learning rate; the checks' targets come
+    # from no teacher, so beta=pi keeps every cluster over the count threshold (the angle filter would drop them all
+    # and warn); the float64 L-BFGS polish and the pruning (hundreds of iterations per re-fit) are tested in
+    # tests/neural_network
+    "ExpandAndCluster": dict(n_students=3, student_width=3, student_max_iter=60, student_lr=5e-2,
+                             finetune_max_iter=40, finetune_lr=2e-2, beta=np.pi, polish=None, prune=False),
 }
 
 EXPECTED_FAILED = {

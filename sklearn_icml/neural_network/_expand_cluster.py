@@ -4,7 +4,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -55,7 +55,7 @@ def _from_batched(module, student=0):
     return weights, biases
 
 
-class ExpandAndCluster(RegressorMixin, BaseEstimator):
+class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, BaseEstimator):
     """Recover a network's hidden widths and weights from input-output queries (Expand-and-Cluster).
 
     Read more in the :ref:`User Guide <neural_network>`.
@@ -239,9 +239,10 @@ class ExpandAndCluster(RegressorMixin, BaseEstimator):
         "distance": [StrOptions({"l2", "cosine"})],
         "prune": ["boolean"],
         "student_max_iter": [Interval(Integral, 1, None, closed="left")],
-        "student_lr": [Interval(Real, 0, None, closed="neither")],
+        # above float32's range the optimiser cannot even store the learning rate
+        "student_lr": [Interval(Real, 0, 1e6, closed="right")],
         "finetune_max_iter": [Interval(Integral, 1, None, closed="left")],
-        "finetune_lr": [Interval(Real, 0, None, closed="neither")],
+        "finetune_lr": [Interval(Real, 0, 1e6, closed="right")],
         "polish": [StrOptions({"lbfgs"}), None],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
         "device": DEVICE_CONSTRAINT,
@@ -274,8 +275,11 @@ class ExpandAndCluster(RegressorMixin, BaseEstimator):
         self.verbose = verbose
 
     def __sklearn_tags__(self):
+        from sklearn.utils import TransformerTags
+
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
+        tags.transformer_tags = TransformerTags(preserves_dtype=["float64"])  # transform: hidden activations
         return tags
 
     # -- construction from a teacher --------------------------------------------------------------
@@ -363,10 +367,14 @@ class ExpandAndCluster(RegressorMixin, BaseEstimator):
         self.device_ = str(device)
         X, y = validate_data(self, as_numpy(X), as_numpy(y), multi_output=True, y_numeric=True,
                              dtype=np.float64)
+        name = type(self).__name__
         widths = self._widths(X.shape[1])
         Y = y.reshape(len(y), -1).astype(np.float64)
+        limit = np.finfo(np.float32).max / 1e3
+        if np.abs(X).max(initial=0.0) > limit or np.abs(Y).max(initial=0.0) > limit:
+            raise ValueError(f"{name}: X and y must be below {limit:.3g} in magnitude (the students train in "
+                             "float32); rescale them.")
         self.n_outputs_ = Y.shape[1]
-        name = type(self).__name__
         reporter = ProgressReporter(name, verbose=self.verbose)
         generator = torch_generator(check_random_state(self.random_state))
         n_students, act = self.n_students, self.activation
@@ -476,8 +484,11 @@ class ExpandAndCluster(RegressorMixin, BaseEstimator):
         from ._students import batched_module, polish_module
 
         net = batched_module(*_to_batched(coefs, intercepts), self.activation, dtype="float64")
-        polished = _from_batched(polish_module(net, X, Y, max_iter=POLISH_MAX_ITER, device=device,
-                                               random_state=generator, name=name).module)
+        try:
+            polished = _from_batched(polish_module(net, X, Y, max_iter=POLISH_MAX_ITER, device=device,
+                                                   random_state=generator, name=name).module)
+        except ValueError:
+            return coefs, intercepts
         if np.isfinite(_mse(*polished, self.activation, X, Y)) and (
                 _mse(*polished, self.activation, X, Y) <= _mse(coefs, intercepts, self.activation, X, Y)):
             return polished
@@ -520,6 +531,11 @@ class ExpandAndCluster(RegressorMixin, BaseEstimator):
         self.loss_ = _mse(self.coefs_, self.intercepts_, self.activation, X, Y)
         self.loss_curve_ = [*curve, self.loss_]
         self.n_pruned_ = int(n_pruned)
+
+    @property
+    def _n_features_out(self):
+        """Width of the last recovered hidden layer (the columns of :meth:`transform`)."""
+        return self.hidden_layer_sizes_[-1]
 
     # -- inference -----------------------------------------------------------------------------------
 

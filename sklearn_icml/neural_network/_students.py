@@ -135,7 +135,7 @@ def student_outputs(module, X, n_layers=None):
 
     dtype = next(module.parameters()).dtype
     with torch.no_grad():
-        return to_numpy(module(torch.as_tensor(X, dtype=dtype), n_layers=n_layers), np.float64)
+        return to_numpy(module(torch.tensor(np.asarray(X), dtype=dtype), n_layers=n_layers), np.float64)
 
 
 def student_losses(module, X, Y):
