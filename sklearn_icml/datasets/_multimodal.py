@@ -20,6 +20,7 @@ MODALITIES = ("audio", "text", "image")
         "n_audio": [Interval(Integral, 0, None, closed="left")],
         "n_unified_features": [Interval(Integral, 1, None, closed="left")],
         "n_expert_features": [Interval(Integral, 1, None, closed="left")],
+        "n_experts": [Interval(Integral, 1, None, closed="left")],
         "unified_noise": [Interval(Real, 0, None, closed="left")],
         "audio_noise": [Interval(Real, 0, None, closed="left")],
         "expert_noise": [Interval(Real, 0, None, closed="left")],
@@ -28,8 +29,8 @@ MODALITIES = ("audio", "text", "image")
     prefer_skip_nested_validation=True,
 )
 def make_multimodal_embeddings(n_items=3000, *, n_shared=12, n_visual=6, n_audio=6, n_unified_features=64,
-                               n_expert_features=32, unified_noise=0.9, audio_noise=1.6, expert_noise=0.25,
-                               random_state=None):
+                               n_expert_features=32, n_experts=1, unified_noise=0.9, audio_noise=1.6,
+                               expert_noise=0.25, random_state=None):
     """Paired embeddings of items in three modalities, in a unified space and an audio-text expert space.
 
     Every item has latent semantics ``s = [s_shared | s_visual | s_audio]``
@@ -44,7 +45,9 @@ def make_multimodal_embeddings(n_items=3000, *, n_shared=12, n_visual=6, n_audio
     * the **expert** space (a CLAP-like audio-text space that has no image
       encoder) embeds ``e_m = tanh(W_e (mask * s) / sqrt(n_e)) + noise``, a
       nonlinear map of the shared and audio semantics (no visual ones), with
-      noise ``expert_noise``, for audio and text alike.
+      noise ``expert_noise``, for audio and text alike. With ``n_experts > 1``
+      each further expert (a CLAP-Music beside CLAP-General) has its own
+      map ``W_e`` and noise, and its block follows the previous one.
 
     Noise is isotropic Gaussian with a per-coordinate standard deviation of
     the given value divided by ``sqrt(n_features)``, so a noise level is a
@@ -63,7 +66,11 @@ def make_multimodal_embeddings(n_items=3000, *, n_shared=12, n_visual=6, n_audio
     n_unified_features : int, default=64
         Width of the unified space.
     n_expert_features : int, default=32
-        Width of the expert space.
+        Width of each expert space.
+    n_experts : int, default=1
+        Number of audio-text expert spaces; the first one does not depend on
+        how many follow (the same ``random_state`` gives the same first
+        expert).
     unified_noise : float, default=0.9
         Noise of the unified image and text encoders.
     audio_noise : float, default=1.6
@@ -79,7 +86,8 @@ def make_multimodal_embeddings(n_items=3000, *, n_shared=12, n_visual=6, n_audio
         With keys
 
         * ``X``: ndarray of shape (3 * n_items, n_unified_features +
-          n_expert_features), the paired fit matrix ``[unified | expert]``:
+          n_experts * n_expert_features), the paired fit matrix ``[unified |
+          expert]`` (``[unified | expert_1 | expert_2 | ...]``):
           the audio rows of every item, then the text rows, then the image
           rows, whose expert part is NaN (the expert has no image encoder);
         * ``modality``: ndarray of str, ``"audio"``, ``"text"`` or
@@ -88,7 +96,7 @@ def make_multimodal_embeddings(n_items=3000, *, n_shared=12, n_visual=6, n_audio
         * ``unified_audio``, ``unified_text``, ``unified_image``: ndarrays of
           shape (n_items, n_unified_features);
         * ``expert_audio``, ``expert_text``: ndarrays of shape (n_items,
-          n_expert_features);
+          n_experts * n_expert_features), the expert blocks side by side;
         * ``semantics``: ndarray of shape (n_items, n_shared + n_visual +
           n_audio), the latent semantics;
         * ``n_base_features``: int, the width of the unified part of ``X``.
@@ -124,7 +132,7 @@ def make_multimodal_embeddings(n_items=3000, *, n_shared=12, n_visual=6, n_audio
         signal, eps = encode(W_u, mask, noise)
         return signal + eps
 
-    def expert(mask):
+    def expert(mask, W_e):
         signal, eps = encode(W_e, mask, expert_noise)
         # tanh of a unit-variance projection (scaled back to per-coordinate variance 1 before the tanh)
         return np.tanh(signal * np.sqrt(W_e.shape[1])) / np.sqrt(W_e.shape[1]) + eps
@@ -132,9 +140,13 @@ def make_multimodal_embeddings(n_items=3000, *, n_shared=12, n_visual=6, n_audio
     u_audio = unified(shared, audio_noise)
     u_text = unified(shared | visual | audio, unified_noise)
     u_image = unified(shared | visual, unified_noise)
-    e_audio = expert(shared | audio)
-    e_text = expert(shared | audio)
-    e_image = np.full((n_items, n_expert_features), np.nan)
+    e_audio = expert(shared | audio, W_e)
+    e_text = expert(shared | audio, W_e)
+    for _ in range(n_experts - 1):  # drawn after the first expert, which stays the same
+        W_k = rng.standard_normal((n_latent, n_expert_features))
+        e_audio = np.hstack([e_audio, expert(shared | audio, W_k)])
+        e_text = np.hstack([e_text, expert(shared | audio, W_k)])
+    e_image = np.full((n_items, n_experts * n_expert_features), np.nan)
     X = np.vstack([np.hstack([u_audio, e_audio]), np.hstack([u_text, e_text]), np.hstack([u_image, e_image])])
     return Bunch(
         X=X, modality=np.repeat(np.array(MODALITIES), n_items), item=np.tile(np.arange(n_items), 3),

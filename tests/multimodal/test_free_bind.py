@@ -110,3 +110,19 @@ def test_bad_compositions_are_refused():
     X_bad[3, 1] = np.nan
     with pytest.raises(ValueError, match="NaN in the base"):
         FreeBind([("a", SpaceBond()), ("b", SpaceBond())], expert_widths=[4, 5]).fit(X_bad)
+
+
+def test_parallel_experts_on_synthetic_embeddings():
+    from sklearn_icml.datasets import make_multimodal_embeddings
+    from sklearn_icml.metrics import recall_at_k
+
+    one = make_multimodal_embeddings(300, random_state=0)
+    two = make_multimodal_embeddings(300, n_experts=2, random_state=0)
+    np.testing.assert_array_equal(two.X[:, :96], one.X)  # the first expert does not depend on the second
+    assert two.X.shape == (900, 128) and np.isnan(two.X[two.modality == "image", 64:]).all()
+    train, test = two.item < 200, two.item >= 200
+    fb = FreeBind([("general", SpaceBond()), ("music", SpaceBond())], mode="parallel",
+                  expert_widths=[32, 32]).fit(two.X[train])
+    Z, m = fb.transform(two.X[test]), two.modality[test]
+    base = recall_at_k(two.unified_audio[200:], two.unified_text[200:])
+    assert recall_at_k(Z[m == "audio"], Z[m == "text"]) >= base + 0.4
