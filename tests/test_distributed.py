@@ -151,6 +151,31 @@ def _dyslim():
     return DySLIMRegressor(hidden_layer_sizes=(8,), max_iter=10, random_state=0)
 
 
+def _expand_cluster():
+    from sklearn_icml.neural_network import ExpandAndCluster
+
+    return ExpandAndCluster(n_students=3, student_width=4, student_max_iter=150, student_lr=3e-2,
+                            finetune_max_iter=20, beta=np.pi, polish=None, prune=False, random_state=0)
+
+
+def _tanh_teacher():
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(120, 2))
+    return X, np.tanh(X @ np.array([[1.5, -1.0], [0.5, 2.0]]) + [0.3, -0.2]) @ np.array([1.0, -1.0])
+
+
+def _swiss_roll():
+    from sklearn_icml.datasets import make_swiss_roll_2d
+
+    return make_swiss_roll_2d(120, random_state=0)[0], None
+
+
+def _left_invertible_wgan():
+    from sklearn_icml.generative import LeftInvertibleWGAN
+
+    return LeftInvertibleWGAN(hidden_layer_sizes=(8,), max_iter=5, n_critic=1, batch_size=32, random_state=0)
+
+
 def _meta_lfbo_pipeline():
     from sklearn_icml.optimize import MetaLFBOClassifier
 
@@ -215,6 +240,12 @@ CASES = {
         _classification,
         "accuracy",
     ),
+    "generative_left_invertible_wgan": (
+        _left_invertible_wgan,
+        {"inverse_penalty": [0.0, 2.0], "architecture": ["mlp", "injective_mlp"]},
+        _swiss_roll,
+        None,  # the estimator's score: minus W1 between its samples and the held-out fold
+    ),
     "bandits_pairwise_glm": (
         lambda: make_pipeline(_pairwise_glm()),
         {"pairwiseglmclassifier__link": ["logistic", "probit"], "pairwiseglmclassifier__alpha": [1e-4, 10.0]},
@@ -232,6 +263,12 @@ CASES = {
         {"lambda_uncond": [0.0, 1.0], "lambda_cond": [0.0, 1.0]},
         _lorenz_pairs,
         _dyslim_scorer(),
+    ),
+    "neural_network_expand_cluster": (  # S18: the clustering rule chosen on held-out R2 of the recovered network
+        _expand_cluster,
+        {"gamma": [0.5, 0.8], "count": ["students", "units"]},
+        _tanh_teacher,
+        None,  # the estimator's score: R2
     ),
     "bandits_agent_simulation_scorer": (  # an agent tuned against a simulator (the scorer ignores the folds)
         lambda: _borda_etc_agent(),
