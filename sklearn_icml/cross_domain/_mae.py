@@ -163,7 +163,7 @@ class MaskedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
     >>> from sklearn_icml.cross_domain import MaskedAutoencoder
     >>> rng = np.random.RandomState(0)
     >>> X = rng.normal(size=(200, 3)) @ rng.normal(size=(3, 12))
-    >>> mae = MaskedAutoencoder(n_components=3, hidden_layer_sizes=(32,), max_iter=300,
+    >>> mae = MaskedAutoencoder(n_components=3, hidden_layer_sizes=(32,), max_iter=200, batch_size=50,
     ...                         random_state=0).fit(X)
     >>> mae.transform(X).shape
     (200, 3)
