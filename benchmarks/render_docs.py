@@ -451,8 +451,9 @@ def render_negative(docs, waiting, titles):
         "gives seeds, spread, cost and hardware. It is generated, like the :doc:`benchmark pages <benchmarks>`;",
         "nothing is removed by hand.", ""]
     if waiting:
-        lines += ["Benchmarks whose results are not saved yet are not on this page; their hand-written pages list",
-                  "their losses until they are re-run:", ""]
+        lines += ["Benchmarks whose results are not saved yet (or whose page still waits for its prose to move to",
+                  "``doc/benchmarks/_text/``) are not on this page; their hand-written pages list their losses until",
+                  "they are re-run:", ""]
         lines += [f"* :doc:`{_link_text(titles[b])} <benchmarks/{b}>`" if b in titles else f"* ``{b}`` (no page)"
                   for b in waiting] + [""]
     for bench in sorted(docs):
@@ -493,7 +494,7 @@ def _summary_counts(doc):
     return wins, ties, losses, met, missed, claims
 
 
-def render_summary(docs, benches, titles, hand_written):
+def render_summary(docs, benches, titles, hand_written, pending=()):
     lines = [GENERATED.format(src="*.json"), ""] + heading("Benchmarks", "=")
     lines += [
         "Each method has a script ``benchmarks/bench_<method>.py`` that runs our method and its peers (the",
@@ -510,6 +511,10 @@ def render_summary(docs, benches, titles, hand_written):
     for bench in benches:
         link = (f":doc:`{_link_text(titles[bench])} <benchmarks/{bench}>`" if bench in titles
                 else f"``{bench}``")
+        if bench in pending:
+            rows.append([link, f"saved, page awaiting its prose ``doc/benchmarks/_text/{bench}.rst``", "", "", "", "",
+                         "", "", ""])
+            continue
         if bench not in docs:
             rows.append([link, "not yet saved", "", "", "", "", "", "", ""])
             continue
@@ -526,14 +531,42 @@ def render_summary(docs, benches, titles, hand_written):
     lines += list_table(["benchmark", "estimators", "seeds", "hardware", "run cost", "wins / ties / losses",
                          "targets met / missed", "claims reproduced / partly / not", "run"], rows,
                         widths=[14, 18, 6, 10, 10, 10, 8, 10, 14])
-    waiting = [b for b in benches if b not in docs]
+    waiting = [b for b in benches if b not in docs and b not in pending]
     if waiting:
-        lines += ["Not yet saved: the pages of " + ", ".join(f"``{b}``" for b in waiting) + " are written by hand "
-                  "from an earlier run (their tables are not checked against saved results) until the benchmark is "
-                  "re-run.", ""]
+        lines += ["Not yet saved: " + ", ".join(f"``{b}``" for b in waiting) + ". Their pages, where they exist, "
+                  "are written by hand from an earlier run (their tables are not checked against saved results) "
+                  "until the benchmark is re-run.", ""]
     lines += heading("Pages", "-")
     lines += [".. toctree::", "   :maxdepth: 1", "   :glob:", "", "   benchmarks/*", "   negative_results", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def bench_scripts(bench_dir=BENCH_DIR):
+    """The ``bench_*.py`` scripts git knows (a scratch script in a working tree is not a benchmark yet);
+    every one found when git cannot say."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "ls-files", "--", "bench_*.py"], cwd=bench_dir, capture_output=True,
+                             text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        out = None
+    if out is not None and out.returncode == 0:
+        return sorted(Path(bench_dir) / name for name in out.stdout.split())
+    return sorted(Path(bench_dir).glob("bench_*.py"))
+
+
+def awaiting_prose(saved, doc_dir=DOC_DIR):
+    """Saved benchmarks whose page is still hand-written and that have no ``_text/<bench>.rst``: their page is
+    not overwritten (its prose would be lost) until the prose is moved there."""
+    marker = GENERATED.split("{src}")[0]
+    out = set()
+    for bench in saved:
+        page = Path(doc_dir) / "benchmarks" / f"{bench}.rst"
+        text = Path(doc_dir) / "benchmarks" / "_text" / f"{bench}.rst"
+        if page.exists() and not text.exists() and not page.read_text(encoding="utf-8").startswith(marker):
+            out.add(bench)
+    return out
 
 
 def collect(results_dir=RESULTS_DIR):
@@ -552,13 +585,15 @@ def render_all(results_dir=RESULTS_DIR, bench_dir=BENCH_DIR, doc_dir=DOC_DIR):
     """Every generated page as {path relative to ``doc_dir``: text}."""
     results_dir, bench_dir, doc_dir = Path(results_dir), Path(bench_dir), Path(doc_dir)
     saved = collect(results_dir)
+    pending = awaiting_prose(saved, doc_dir)
+    saved = {b: v for b, v in saved.items() if b not in pending}
     docs = {b: d for b, (d, _) in saved.items()}
-    benches = sorted({p.stem[len("bench_"):] for p in bench_dir.glob("bench_*.py")} | set(docs))
+    benches = sorted({p.stem[len("bench_"):] for p in bench_scripts(bench_dir)} | set(docs) | set(pending))
     hand_written = {p.stem for p in (doc_dir / "benchmarks").glob("*.rst")}
     titles = {b: title_of(b, bench_dir, doc_dir, saved=b in docs) for b in benches
               if b in docs or b in hand_written}
     pages = {f"benchmarks/{b}.rst": render_bench(d, name, bench_dir, doc_dir) for b, (d, name) in saved.items()}
-    pages["benchmarks.rst"] = render_summary(docs, benches, titles, hand_written)
+    pages["benchmarks.rst"] = render_summary(docs, benches, titles, hand_written, pending)
     waiting = [b for b in benches if b not in docs]
     pages["negative_results.rst"] = render_negative(docs, waiting, titles)
     return pages
@@ -610,6 +645,10 @@ def main(argv=None):
         print(f"render_docs: {exc}", file=sys.stderr)
         return 2
     doc_dir = Path(args.doc_dir)
+    pending = sorted(awaiting_prose(collect(args.results_dir), doc_dir))
+    for bench in pending:
+        print(f"benchmarks/results/{bench}.json is saved but doc/benchmarks/{bench}.rst is written by hand: move its "
+              f"prose (no tables, no figures) to doc/benchmarks/_text/{bench}.rst, then render", file=sys.stderr)
     stale = [rel for rel, text in sorted(pages.items())
              if not (doc_dir / rel).exists() or (doc_dir / rel).read_text(encoding="utf-8") != text]
     marker = GENERATED.split("{src}")[0]
@@ -620,12 +659,12 @@ def main(argv=None):
             print(f"doc/{rel} differs from the results; run python benchmarks/render_docs.py", file=sys.stderr)
         for rel in orphans:
             print(f"doc/{rel} is generated but its results file is gone", file=sys.stderr)
-        return 1 if stale or orphans else 0
+        return 1 if stale or orphans or pending else 0
     for rel in stale:
         (doc_dir / rel).parent.mkdir(parents=True, exist_ok=True)
         (doc_dir / rel).write_text(pages[rel], encoding="utf-8")
         print(f"wrote doc/{rel}")
-    return 0
+    return 1 if pending else 0
 
 
 if __name__ == "__main__":

@@ -345,10 +345,26 @@ def test_quick_runs_are_not_published_and_unsaved_benchmarks_are_named(fixture_t
     pages = render.render_all(results, BENCH_DIR, doc)
     assert "benchmarks/other.rst" not in pages and "benchmarks/fixture.rst" in pages
     saved = {p.stem for p in RESULTS}
-    for script in BENCH_DIR.glob("bench_*.py"):
+    for script in render.bench_scripts(BENCH_DIR):
         name = script.stem[len("bench_"):]
         if name not in saved:
             assert f"``{name}``" in pages["benchmarks.rst"] or f"benchmarks/{name}`" in pages["benchmarks.rst"]
-    assert "not yet saved" in pages["benchmarks.rst"] or not (set(BENCH_DIR.glob("bench_*.py")) - saved)
+    assert "not yet saved" in pages["benchmarks.rst"] or not ({p.stem[6:] for p in render.bench_scripts()} - saved)
     # the output depends on the results only: rendering twice gives the same pages
     assert render.render_all(results, BENCH_DIR, doc) == pages
+
+
+def test_a_hand_written_page_is_never_overwritten(fixture_tree, capsys):
+    results, doc = fixture_tree
+    page = doc / "benchmarks" / "fixture.rst"
+    page.write_text("Fixture\n=======\n\nProse written by hand.\n")
+    argv = ["--results-dir", str(results), "--doc-dir", str(doc)]
+    assert render.main(argv) == 1
+    assert page.read_text() == "Fixture\n=======\n\nProse written by hand.\n"
+    assert "move its prose" in capsys.readouterr().err
+    assert "page awaiting its prose" in (doc / "benchmarks.rst").read_text()
+    assert render.main(["--check"] + argv) == 1
+    (doc / "benchmarks" / "_text").mkdir()
+    (doc / "benchmarks" / "_text" / "fixture.rst").write_text("Fixture\n=======\n\nProse moved.\n")
+    assert render.main(argv) == 0 and render.main(["--check"] + argv) == 0
+    assert "Prose moved." in page.read_text() and "bench-fixture-t1" in page.read_text()
