@@ -157,7 +157,7 @@ def main():
     from sklearn_icml.ranking import BradleyTerryRanker
 
     cluster = distributed.LocalCluster(n_workers=own.workers, threads_per_worker=1, processes=True,
-                                       host="127.0.0.1", dashboard_address=None, memory_limit="4GiB")
+                                       host="127.0.0.1", dashboard_address=":0", memory_limit="4GiB")
     client = distributed.Client(cluster)
     seed = 0
     time_t = Table(f"Wall time of one call, Dask on {own.workers} workers against in memory", "seconds",

@@ -19,6 +19,7 @@ def test_import_loads_neither_torch_nor_pot():
     assert "sklearn_icml" in loaded
     assert "torch" not in loaded
     assert "ot" not in loaded
+    assert "dask" not in loaded  # Dask collections are recognised without importing dask
 
 
 def test_subpackages_are_lazy():
