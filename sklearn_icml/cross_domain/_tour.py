@@ -11,12 +11,12 @@ def _run_auto_linear(device="cpu", quick=False):
     from . import AutoLinear
 
     rng = np.random.RandomState(0)
-    n_pool = 1000 if quick else 3000
+    n_pool = 500 if quick else 3000
     V_pool = make_layered_earth(n_pool, random_state=rng)
     S_pool = convolutional_seismogram(make_layered_earth(n_pool, random_state=rng))
     V = make_layered_earth(200 + 500, random_state=rng)
     S = convolutional_seismogram(V)
-    model = AutoLinear(max_iter=300 if quick else 1500, device=device, random_state=0)
+    model = AutoLinear(max_iter=150 if quick else 1500, device=device, random_state=0)
     model, seconds = fit_timed(model, S[:200], V[:200], X_unpaired=S_pool, y_unpaired=V_pool)
     ridge = RidgeCV(alphas=np.logspace(-4, 4, 17)).fit(S[:200], V[:200])
     ours = float(np.abs(model.predict(S[200:]) - V[200:]).mean())
