@@ -59,10 +59,12 @@ done
 run $py benchmarks/bench_scheduling.py --device cuda --seeds 1 --only gpu --output "$report" --results-dir "$out/results"
 # S4 DySLIM: KS at 512 points (periodic_conv, batch 1024, 12 bandwidths), L63 at time step 0.4; seconds per step CPU vs GPU
 run $py benchmarks/bench_dyslim.py --device cuda --seeds 1 --cases gpu --output "$report" --results-dir "$out/results"
+# S8 FreeBind: MLP projectors (InfoNCE, 10^5 pairs, 1024 -> 768, batch 4096, 7 projectors); seconds per epoch CPU vs GPU
+run $py benchmarks/bench_freebind.py --device cuda --seeds 2 --only mlp_cost --output "$report" --results-dir "$out/results"
 # S5 Auto-Linear: the full GPU rows (2-D 64 x 64 maps, 10k unpaired per domain, conv encoders, 3000 steps each,
 # against a paired-only conv encoder-decoder; seconds per epoch CPU vs GPU)
 run $py benchmarks/bench_auto_linear.py --device cuda --seeds 1 --only gpu --output "$report" --results-dir "$out/results"
-# S8 FreeBind: MLP projectors (InfoNCE, 10^5 pairs, 1024 -> 768, batch 4096, 7 projectors); seconds per epoch CPU vs GPU
-run $py benchmarks/bench_freebind.py --device cuda --seeds 2 --only mlp_cost --output "$report" --results-dir "$out/results"
+# S2 LeftInvertibleWGAN: digits, networks (512, 512, 512), latent 16, 20,000 iterations; iteration time CPU vs GPU
+run $py benchmarks/bench_wgan.py --device cuda --seeds 1 --only gpu --output "$report" --results-dir "$out/results"
 echo "gpu.sh finished with status $status; tables in $report"
 exit $status

@@ -1,0 +1,317 @@
+"""Left-invertible WGAN (S2): fidelity, replication and the certified bound against density models and a copier.
+
+Tables:
+1. The paper's 2-D Swiss roll (make_swiss_roll_2d, noise 1.5), 500 training and 500 held-out points per
+   seed; 2000 points drawn from each model. Ours: LeftInvertibleWGAN with inverse_penalty=2 (learned
+   inverse, the paper's practice) and the injective architecture (exact inverse); beside them the same
+   network with inverse_penalty=0 (a plain WGAN-GP), scikit-learn's GaussianMixture (components by BIC)
+   and KernelDensity (bandwidth by 5-fold GridSearchCV), a Gaussian fit, a copier (training points
+   resampled plus N(0, 0.005^2) noise) and the training set itself as the reference sample. Measures:
+   W1 to the held-out and to the training points (exact, POT), the DCR ratio (median distance of a
+   model's points to the nearest training point over that of held-out points), the share of near copies
+   (nearest training point 3x closer than the second), the certified lower bound and fit seconds.
+   Targets: copier DCR <= 0.3 and ours >= 0.9; ours W1 to holdout <= the Gaussian fit's and <= 1.75 x
+   W1(train, holdout); the bound below W1 to train in every seed and above 0 for the injective model.
+   Claim of the paper: the inverse penalty raises the DCR over the plain WGAN-GP at W1 within 10 %.
+2. Digits (load_digits, 64 features), half for training, latent dimension 16: DCR >= 0.9, share of near
+   copies <= 0.05, the certified bound at latent 16 reported.
+3. Cost: seconds per generator iteration with the inverse network against the same WGAN-GP without
+   it (target <= 1.5x); peak memory of a digits fit in a fresh process (target under 1 GB).
+4. GPU rows (``--only gpu --device cuda``, run by benchmarks/gpu.sh): digits with (512, 512, 512) networks for
+   20,000 iterations; seconds per iteration on the device against the CPU.
+
+    python benchmarks/bench_wgan.py --quick
+    python benchmarks/bench_wgan.py --seeds 5 --max-iter 2000
+    python benchmarks/bench_wgan.py --seeds 1 --max-iter 1500 --digits-max-iter 500   # the run on the page
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _bench import Table, bench_args, emit  # noqa: E402
+from sklearn.datasets import load_digits  # noqa: E402
+from sklearn.mixture import GaussianMixture  # noqa: E402
+from sklearn.model_selection import GridSearchCV  # noqa: E402
+from sklearn.neighbors import KernelDensity  # noqa: E402
+
+from sklearn_icml.datasets import make_swiss_roll_2d  # noqa: E402
+from sklearn_icml.generative import LeftInvertibleWGAN  # noqa: E402
+from sklearn_icml.metrics import dcr_ratio, replication_score, wasserstein1  # noqa: E402
+
+N_DRAWS = 2000
+OURS = "LeftInvertibleWGAN (penalty 2)"
+INJECTIVE = "LeftInvertibleWGAN (injective)"
+WGAN_GP = "WGAN-GP (penalty 0)"
+TRAIN_ITSELF = "training set itself (reference)"
+
+
+def _cpu_timed(fn, *args, repeat=2, **kwargs):
+    """CPU seconds of the process for ``fn(*args, **kwargs)`` (one thread): the best of ``repeat`` calls."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.process_time()
+        fn(*args, **kwargs)
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def _log(text):
+    print(f"[bench_wgan {time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+def _gan(args, seed, max_iter=None, **params):
+    return LeftInvertibleWGAN(max_iter=max_iter or args.max_iter, device=args.device, random_state=seed, **params)
+
+
+def _gaussian_mixture(X, seed):
+    fits = [GaussianMixture(k, random_state=seed).fit(X) for k in range(1, 11)]
+    return min(fits, key=lambda m: m.bic(X))
+
+
+def _kde(X, seed):
+    scale = X.std(axis=0).mean()
+    grid = {"bandwidth": scale * np.logspace(-2, 0, 15)}
+    return GridSearchCV(KernelDensity(), grid, cv=5).fit(X).best_estimator_
+
+
+def _samplers(args, seed, X, latent_dim=None, max_iter=None):
+    """name -> (fit + draw function returning (points, fitted model or None))."""
+    rng = np.random.RandomState(seed)
+    extra = {"max_iter": max_iter} if latent_dim is None else {"latent_dim": latent_dim, "max_iter": max_iter}
+
+    def gan(**params):
+        def run():
+            model = _gan(args, seed, **extra, **params).fit(X)
+            return model.sample(N_DRAWS, random_state=seed + 1000), model
+        return run
+
+    def gaussian():
+        mean, cov = X.mean(axis=0), np.cov(X, rowvar=False)
+        return rng.multivariate_normal(mean, cov, size=N_DRAWS), None
+
+    def copier():
+        return X[rng.randint(len(X), size=N_DRAWS)] + rng.normal(scale=0.005, size=(N_DRAWS, X.shape[1])), None
+
+    return {
+        OURS: gan(inverse_penalty=2.0),
+        INJECTIVE: gan(architecture="injective_mlp"),
+        WGAN_GP: gan(inverse_penalty=0.0),
+        "GaussianMixture (BIC)": lambda: (_gaussian_mixture(X, seed).sample(N_DRAWS)[0], None),
+        "KernelDensity (CV bandwidth)": lambda: (_kde(X, seed).sample(N_DRAWS, random_state=seed), None),
+        "Gaussian fit": gaussian,
+        "copier (train + N(0, 0.005^2))": copier,
+    }
+
+
+def roll_tables(args):
+    case = "2-D roll, 500 train / 500 holdout"
+    w1_ho = Table("Swiss roll: W1 to the held-out points", "W1", higher_is_better=False)
+    w1_tr = Table("Swiss roll: W1 to the training points", "W1", higher_is_better=False, verdicts=False)
+    dcr = Table("Swiss roll: DCR ratio (about 1 for a fresh sample, near 0 for a copier)", "DCR ratio",
+                higher_is_better=True, verdicts=False)
+    rep = Table("Swiss roll: share of near copies (nearest training point 3x closer than the second)", "share",
+                higher_is_better=False, verdicts=False)
+    bound = Table("Swiss roll: certified lower bound on W1 to the training points", "bound",
+                  higher_is_better=True, verdicts=False)
+    secs = Table("Swiss roll: fit seconds", "seconds", higher_is_better=False, verdicts=False)
+    gaps, injective_bounds = [], []
+    for seed in args.seeds:
+        X, _ = make_swiss_roll_2d(2 * args.n_train, random_state=seed)
+        train, holdout = X[:args.n_train], X[args.n_train:]
+        w1_ho.add(case, TRAIN_ITSELF, wasserstein1(train, holdout), seed=seed)
+        for name, run in _samplers(args, seed, train).items():
+            start = time.perf_counter()
+            S, model = run()
+            seconds = time.perf_counter() - start
+            ours = name in (OURS, INJECTIVE)
+            to_train = wasserstein1(S, train, random_state=seed)
+            w1_ho.add(case, name, wasserstein1(S, holdout, random_state=seed), ours=ours, seed=seed)
+            w1_tr.add(case, name, to_train, ours=ours, seed=seed)
+            dcr.add(case, name, dcr_ratio(S, train, holdout), ours=ours, seed=seed)
+            rep.add(case, name, replication_score(S, train), ours=ours, seed=seed)
+            secs.add(case, name, seconds, ours=ours, seed=seed)
+            if model is not None:
+                bound.add(case, name, model.lower_bound_, ours=ours, seed=seed)
+                gaps.append(model.lower_bound_ - to_train)
+                if name == INJECTIVE:
+                    injective_bounds.append(model.lower_bound_)
+            _log(f"roll seed {seed} {name}: {seconds:.1f} s")
+    dcr.bar("copier DCR ratio on the roll (target <= 0.3; pilot 0.10)",
+            dcr.mean(case, "copier (train + N(0, 0.005^2))"), 0.3, op="<=")
+    dcr.bar("LeftInvertibleWGAN (penalty 2) DCR ratio on the roll (target >= 0.9; pilot 1.23)",
+            dcr.mean(case, OURS), 0.9, op=">=")
+    w1_ho.bar("LeftInvertibleWGAN (penalty 2) W1 to holdout over the Gaussian fit's (target <= 1.0; "
+              "pilot 0.255 / 0.282)", w1_ho.mean(case, OURS) / w1_ho.mean(case, "Gaussian fit"), 1.0, op="<=")
+    w1_ho.bar("LeftInvertibleWGAN (penalty 2) W1 to holdout over W1(train, holdout) (target <= 1.75; pilot 1.56)",
+              w1_ho.mean(case, OURS) / w1_ho.mean(case, TRAIN_ITSELF), 1.75, op="<=")
+    bound.bar("largest (bound - W1 to train) over seeds and GAN rows (target <= 0: the bound is certified)",
+              max(gaps), 0.0, op="<=")
+    bound.bar("smallest injective bound over seeds (target > 0)", min(injective_bounds), 0.0, op=">")
+    ours_dcr, plain_dcr = dcr.mean(case, OURS), dcr.mean(case, WGAN_GP)
+    w1_change = w1_ho.mean(case, OURS) / w1_ho.mean(case, WGAN_GP) - 1.0
+    raised = ours_dcr > plain_dcr
+    within = abs(w1_change) <= 0.10
+    dcr.claim("inverse_penalty 2 raises the DCR ratio over 0 with W1 to holdout within 10 %",
+              paper="diverse samples without replication at kept quality (pilot, one seed: DCR 1.23 against 1.07)",
+              reproduced="yes" if raised and within else ("partly" if raised or within else "no"),
+              measured=f"DCR {ours_dcr:.2f} against {plain_dcr:.2f}, W1 to holdout {100 * w1_change:+.0f} %")
+    note = (f"{len(args.seeds)} seeds, {args.max_iter} generator iterations of 5 critic steps each, networks "
+            "(128, 128, 128), batch 200, learning rate 1e-4.")
+    for table in (w1_ho, dcr, bound):
+        table.note(note)
+    return [w1_ho, w1_tr, dcr, rep, bound, secs]
+
+
+def digits_tables(args):
+    case = "digits, 64-D, half train, latent 16"
+    w1_ho = Table("Digits: W1 to the held-out images", "W1", higher_is_better=False)
+    dcr = Table("Digits: DCR ratio", "DCR ratio", higher_is_better=True, verdicts=False)
+    rep = Table("Digits: share of near copies", "share", higher_is_better=False, verdicts=False)
+    bound = Table("Digits: certified lower bound on W1 to the training images (latent 16)", "bound",
+                  higher_is_better=True, verdicts=False)
+    X = load_digits().data
+    for seed in args.digits_seeds:
+        order = np.random.RandomState(seed).permutation(len(X))
+        train, holdout = X[order[:len(X) // 2]], X[order[len(X) // 2:]]
+        w1_ho.add(case, TRAIN_ITSELF, wasserstein1(train, holdout), seed=seed)
+        samplers = _samplers(args, seed, train, latent_dim=16, max_iter=args.digits_max_iter)
+        for name in (OURS, INJECTIVE, "GaussianMixture (BIC)", "KernelDensity (CV bandwidth)", "Gaussian fit",
+                     "copier (train + N(0, 0.005^2))"):
+            start = time.perf_counter()
+            S, model = samplers[name]()
+            ours = name in (OURS, INJECTIVE)
+            w1_ho.add(case, name, wasserstein1(S, holdout, random_state=seed), ours=ours, seed=seed)
+            dcr.add(case, name, dcr_ratio(S, train, holdout), ours=ours, seed=seed)
+            rep.add(case, name, replication_score(S, train), ours=ours, seed=seed)
+            if model is not None:
+                bound.add(case, name, model.lower_bound_, ours=ours, seed=seed)
+            _log(f"digits seed {seed} {name}: {time.perf_counter() - start:.1f} s")
+    dcr.bar("LeftInvertibleWGAN (penalty 2) DCR ratio on digits (target >= 0.9)", dcr.mean(case, OURS), 0.9,
+            op=">=")
+    rep.bar("LeftInvertibleWGAN (penalty 2) share of near copies on digits (target <= 0.05)",
+            rep.mean(case, OURS), 0.05, op="<=")
+    bound.note(f"{len(args.digits_seeds)} seed(s), {args.digits_max_iter} generator iterations; the learned inverse's "
+               "bound is 0 when its error exceeds the covering bound e_n; the injective one is positive by "
+               "construction.")
+    return [w1_ho, dcr, rep, bound]
+
+
+_MEMORY_CHILD = """
+import resource, sys
+from sklearn.datasets import load_digits
+from sklearn_icml.generative import LeftInvertibleWGAN
+X = load_digits().data[:898]
+LeftInvertibleWGAN(latent_dim=16, max_iter=int(sys.argv[1]), random_state=0).fit(X)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def cost_tables(args):
+    import torch
+
+    from sklearn_icml.generative._wgan_training import train_wgan
+    from sklearn_icml.utils._torch import resolve_device, torch_threads
+
+    per_iter = Table("Cost: CPU seconds per generator iteration (5 critic steps), roll, networks (128, 128, 128)",
+                     "CPU seconds", higher_is_better=False)
+    case = "500 points, batch 200"
+    n_iter = 10 if args.quick else 30
+    device = resolve_device(args.device)
+    ratios = []
+    for seed in args.seeds:
+        X, _ = make_swiss_roll_2d(args.n_train, random_state=seed)
+        X = (X - X.mean(0)) / X.std(0)
+        with torch_threads(1):
+            times = {}
+            for name, train_inverse in (("with the inverse network", True), ("WGAN-GP, no inverse network", False)):
+                times[name] = _cpu_timed(train_wgan, X, latent_dim=2, max_iter=n_iter, device=device,
+                                         generator=torch.Generator().manual_seed(seed),
+                                         train_inverse=train_inverse) / n_iter
+                per_iter.add(case, name, times[name], ours=train_inverse, seed=seed)
+        ratios.append(times["with the inverse network"] / times["WGAN-GP, no inverse network"])
+    per_iter.note(f"CPU time of the process (one thread), best of 2 runs of {n_iter} iterations: on a shared "
+                  "machine wall time measures the other tenants as much as the loop.")
+    per_iter.bar("iteration with the inverse network over a WGAN-GP iteration (target <= 1.5)", float(np.mean(ratios)),
+                 1.5, op="<=")
+    memory = Table("Cost: peak memory of a digits fit (fresh process, latent 16)", "MiB", higher_is_better=False,
+                   verdicts=False)
+    out = subprocess.run([sys.executable, "-c", _MEMORY_CHILD, str(n_iter)], check=True, capture_output=True,
+                         text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    mib = int(out.stdout.strip().splitlines()[-1]) / 1024.0  # ru_maxrss is in KiB on Linux
+    memory.add("898 images, 64 features", "LeftInvertibleWGAN fit", mib, ours=True, seed=0)
+    memory.bar("peak resident memory of a digits fit, MiB (target under 1024)", mib, 1024.0, op="<")
+    memory.note(f"Peak resident set of the whole child process (Python, torch, scikit-learn), {n_iter} iterations; "
+                "the fit's memory does not grow with the iterations.")
+    return [per_iter, memory]
+
+
+def gpu_tables(args):
+    """Digits with (512, 512, 512) networks for 20,000 iterations on ``--device``; iteration time against the CPU."""
+    case = "digits, (512, 512, 512), latent 16"
+    n_iter = 200 if args.quick else 20_000
+    quality = Table(f"GPU rows: digits, networks (512, 512, 512), {n_iter} iterations, W1 to the held-out images",
+                    "W1", higher_is_better=False, verdicts=False)
+    dcr = Table("GPU rows: digits DCR ratio and share of near copies", "value", higher_is_better=True,
+                verdicts=False)
+    per_iter = Table("GPU rows: seconds per generator iteration, digits, networks (512, 512, 512)", "seconds",
+                     higher_is_better=False, verdicts=False)
+    X = load_digits().data
+    big = dict(latent_dim=16, hidden_layer_sizes=(512, 512, 512))
+    for seed in args.seeds:
+        order = np.random.RandomState(seed).permutation(len(X))
+        train, holdout = X[order[:len(X) // 2]], X[order[len(X) // 2:]]
+        LeftInvertibleWGAN(max_iter=2, device=args.device, random_state=seed, **big).fit(train)  # warm-up
+        start = time.perf_counter()
+        model = LeftInvertibleWGAN(max_iter=n_iter, device=args.device, random_state=seed, **big).fit(train)
+        seconds = time.perf_counter() - start
+        S = model.sample(N_DRAWS, random_state=seed + 1000)
+        quality.add(case, f"LeftInvertibleWGAN on {model.device_}", wasserstein1(S, holdout, random_state=seed),
+                    ours=True, seed=seed)
+        quality.add(case, TRAIN_ITSELF, wasserstein1(train, holdout), seed=seed)
+        dcr.add("DCR ratio", "LeftInvertibleWGAN", dcr_ratio(S, train, holdout), ours=True, seed=seed)
+        dcr.add("share of near copies", "LeftInvertibleWGAN", replication_score(S, train), ours=True, seed=seed)
+        dcr.add("certified bound", "LeftInvertibleWGAN", model.lower_bound_, ours=True, seed=seed)
+        per_iter.add(case, f"LeftInvertibleWGAN on {model.device_}", seconds / n_iter, ours=True, seed=seed)
+        cpu_iter = 20
+        start = time.perf_counter()
+        LeftInvertibleWGAN(max_iter=cpu_iter, device="cpu", random_state=seed, **big).fit(train)
+        per_iter.add(case, "LeftInvertibleWGAN on cpu (20 iterations)", (time.perf_counter() - start) / cpu_iter,
+                     seed=seed)
+        _log(f"gpu rows seed {seed}: {seconds:.1f} s on {model.device_}")
+    per_iter.note("Wall clock after a warm-up fit; the device row's time includes the bound's Monte Carlo draws and "
+                  "the transfers; the CPU row runs 20 iterations of the same networks.")
+    return [quality, dcr, per_iter]
+
+
+def main():
+    extra = argparse.ArgumentParser(add_help=False)
+    extra.add_argument("--max-iter", type=int, default=None, help="generator iterations (default 2000; 100 quick)")
+    extra.add_argument("--digits-seeds", type=int, default=None, help="seeds of the digits table (default 1)")
+    extra.add_argument("--digits-max-iter", type=int, default=None, help="iterations on digits (default --max-iter)")
+    extra.add_argument("--only", default="roll,digits,cost",
+                       help="comma-separated tables: roll, digits, cost, gpu (gpu: only when asked)")
+    own, rest = extra.parse_known_args()
+    args = bench_args(__doc__, rest)
+    args.max_iter = own.max_iter or (100 if args.quick else 2000)
+    args.digits_seeds = list(range(own.digits_seeds or 1))
+    args.digits_max_iter = own.digits_max_iter or args.max_iter
+    args.n_train = 500
+    only = set(own.only.split(","))
+    if "roll" in only:
+        emit(roll_tables(args), args, estimators=["LeftInvertibleWGAN"])
+    if "digits" in only:
+        emit(digits_tables(args), args, estimators=["LeftInvertibleWGAN"])
+    if "cost" in only:
+        emit(cost_tables(args), args)
+    if "gpu" in only:
+        emit(gpu_tables(args), args, estimators=["LeftInvertibleWGAN"])
+
+
+if __name__ == "__main__":
+    main()
