@@ -540,7 +540,7 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
     # -- inference -----------------------------------------------------------------------------------
 
     def predict(self, X):
-        """Outputs of the recovered network.
+        """Predict with the recovered network.
 
         Parameters
         ----------
@@ -558,7 +558,7 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
         return out.ravel() if self.n_outputs_ == 1 else out
 
     def transform(self, X):
-        """Activations of the recovered network's last hidden layer.
+        """Compute the activations of the recovered network's last hidden layer.
 
         Parameters
         ----------
@@ -575,7 +575,7 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
         return _forward(self.coefs_, self.intercepts_, self.activation, X, n_layers=len(self.coefs_) - 1)
 
     def to_mlp_regressor(self):
-        """A fitted scikit-learn MLPRegressor carrying the recovered weights.
+        """Build a fitted scikit-learn MLPRegressor carrying the recovered weights.
 
         Returns
         -------
