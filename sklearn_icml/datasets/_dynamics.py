@@ -49,7 +49,7 @@ def _rk4(x, dt):
 )
 def make_lorenz63(n_trajectories=100, n_steps=400, *, dt=0.01, stride=10, spin_up=20.0, noise=0.0,
                   random_state=None):
-    """Trajectories of the Lorenz-63 system on its attractor.
+    """Simulate trajectories of the Lorenz-63 system on its attractor.
 
     ``dx/dt = sigma (y - x)``, ``dy/dt = x (rho - z) - y``,
     ``dz/dt = x y - beta z`` with the classic ``sigma=10, rho=28, beta=8/3``,
@@ -137,7 +137,7 @@ def _etdrk4_coefficients(linear, h, n_contour=32):
 )
 def make_kuramoto_sivashinsky(n_trajectories=20, n_steps=200, *, n_grid=64, domain_length=22.0, dt=0.25, stride=4,
                               spin_up=200.0, noise=0.0, random_state=None):
-    """Trajectories of the Kuramoto-Sivashinsky equation on a periodic domain.
+    """Simulate trajectories of the Kuramoto-Sivashinsky equation on a periodic domain.
 
     ``u_t = -u u_x - u_xx - u_xxxx`` on ``[0, domain_length)`` with periodic
     boundaries, discretised on ``n_grid`` points by Fourier modes and

@@ -594,7 +594,7 @@ class DySLIMRegressor(RegressorMixin, BaseEstimator):
 
     def invariant_measure_score(self, X0, reference, n_steps=1000, burn_in=0.9, *, max_samples=2000,
                                 random_state=0):
-        """Minus the squared MMD between the long-run states of rollouts and a reference sample.
+        """Compute minus the squared MMD between the long-run states of rollouts and a reference sample.
 
         The states after step ``burn_in * n_steps`` of the rollouts from
         ``X0`` are compared with ``reference`` (e.g. states on the true
