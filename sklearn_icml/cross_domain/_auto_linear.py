@@ -15,7 +15,7 @@ from ..utils._random import draw_seed
 from ..utils._sklearn_private import HasMethods, Interval, StrOptions, _fit_context
 from ..utils._torch import as_numpy, resolve_device
 from ._bridges import fit_bridge
-from ._mae import MAE_CONSTRAINTS, MaskedAutoencoder, check_layer_sizes
+from ._mae import MAE_CONSTRAINTS, MaskedAutoencoder, check_layer_sizes, check_scale
 
 __all__ = ["AutoLinear"]
 
@@ -280,6 +280,9 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
         self.n_outputs_ = Y.shape[1]
         X_unpaired = self._check_pool(X_unpaired, "X_unpaired", X.shape[1], "X")
         y_unpaired = self._check_pool(y_unpaired, "y_unpaired", Y.shape[1], "y")
+        for label, A in (("X", X), ("y", Y), ("X_unpaired", X_unpaired), ("y_unpaired", y_unpaired)):
+            if A is not None:
+                check_scale(A, name, label)
         if single and y_unpaired is not None:
             warnings.warn(f"{name}: y has a single column, which is its own latent code; y_unpaired is unused.",
                           UserWarning, stacklevel=2)

@@ -38,11 +38,21 @@ MAE_CONSTRAINTS = {
     "patch_size": [Interval(Integral, 1, None, closed="left")],
     "max_iter": [Interval(Integral, 1, None, closed="left")],
     "batch_size": [Interval(Integral, 1, None, closed="left")],
-    "learning_rate": [Interval(Real, 0, None, closed="neither")],
+    # the networks train in float32: a larger step size cannot even be represented
+    "learning_rate": [Interval(Real, 0, float(np.finfo(np.float32).max), closed="neither")],
     "device": DEVICE_CONSTRAINT,
     "random_state": ["random_state"],
     "verbose": ["verbose"],
 }
+
+
+def check_scale(A, name, label):
+    """ValueError naming the estimator when the columns of ``A`` are too large to standardise in float64."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        finite = np.all(np.isfinite(A.std(axis=0))) and np.all(np.isfinite(A.mean(axis=0)))
+    if not finite:
+        raise ValueError(f"{name}: the values of {label} are too large to standardise (largest magnitude "
+                         f"{float(np.abs(A).max()):.3g}); rescale them.")
 
 
 def check_layer_sizes(name, sizes, label="hidden_layer_sizes"):
@@ -228,6 +238,7 @@ class MaskedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         self.device_ = device.type
         name = type(self).__name__
         X = validate_data(self, as_numpy(X), dtype=np.float64)
+        check_scale(X, name, "X")
         n, p = X.shape
         sizes = check_layer_sizes(name, self.hidden_layer_sizes)
         shape = self._check_shape(p)
