@@ -66,5 +66,7 @@ run $py benchmarks/bench_freebind.py --device cuda --seeds 2 --only mlp_cost --o
 run $py benchmarks/bench_auto_linear.py --device cuda --seeds 1 --only gpu --output "$report" --results-dir "$out/results"
 # S2 LeftInvertibleWGAN: digits, networks (512, 512, 512), latent 16, 20,000 iterations; iteration time CPU vs GPU
 run $py benchmarks/bench_wgan.py --device cuda --seeds 1 --only gpu --output "$report" --results-dir "$out/results"
+# S18 ExpandAndCluster: a 64-32-10 digits teacher, N = 20, rho = 2: recovered widths, alignment, fit time CPU vs GPU
+run $py benchmarks/bench_expand_cluster.py --device cuda --seeds 1 --digits --no-recovery --no-cost --output "$report" --results-dir "$out/results"
 echo "gpu.sh finished with status $status; tables in $report"
 exit $status
