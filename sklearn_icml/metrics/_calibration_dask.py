@@ -64,6 +64,8 @@ def _block_problems(block, *, caller, response, multiclass, labels, pos_label):
     score = np.asarray(block["y_score"])
     if y.shape[0] == 0:
         return []
+    if labels is None:  # 1-D scores: the labels were checked on the client; 0/1 outcomes take the fast path
+        y, pos_label = (y == pos_label).astype(np.int64), 1
     _, problems = prepare_binary_problems(y, score, response=response, multiclass=multiclass, labels=labels,
                                           pos_label=pos_label, sample_weight=None, caller=caller)
     if block["sample_weight"] is not None:
