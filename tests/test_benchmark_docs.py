@@ -233,7 +233,7 @@ def test_every_estimator_is_in_a_results_file_or_awaits_a_rerun():
         covered |= set(json.loads(path.read_text())["estimators"])
     assert covered <= names, f"results name unknown estimators: {sorted(covered - names)}"
     saved = {p.stem for p in RESULTS}
-    waiting = {p.stem[len("bench_"):]: p.read_text(encoding="utf-8") for p in BENCH_DIR.glob("bench_*.py")
+    waiting = {p.stem[len("bench_"):]: p.read_text(encoding="utf-8") for p in render.bench_scripts(BENCH_DIR)
                if p.stem[len("bench_"):] not in saved}
     in_no_benchmark = sorted(n for n in names - covered
                              if not any(re.search(rf"\b{n}\b", text) for text in waiting.values()))
