@@ -38,6 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _bench import Table, bench_args, emit, timed  # noqa: E402
 
 from sklearn_icml.datasets import make_arena_battles  # noqa: E402
+from sklearn_icml.datasets._ranking import simulate_sampled_battles  # noqa: E402
 from sklearn_icml.ranking import (  # noqa: E402
     ActivePairSampler,
     BradleyTerryRanker,
@@ -261,14 +262,7 @@ def _win_matrix_trial(seed, rule, mix, weighted, M=8, T=5000, batch=100):
     rng = np.random.RandomState(seed)
     xi = rng.standard_normal(M)
     sampler = ActivePairSampler(rule, items=np.arange(M), uniform_mix=mix, random_state=seed).fit()
-    Xs, ys, ps = [], [], []
-    for _ in range(T // batch):
-        X, p = sampler.sample(batch)
-        X = X.astype(int)
-        y = (rng.rand(batch) < 1 / (1 + np.exp(-(xi[X[:, 0]] - xi[X[:, 1]])))).astype(int)
-        sampler.partial_fit(X, y)
-        Xs.append(X), ys.append(y), ps.append(p)
-    X, y, p = np.vstack(Xs), np.concatenate(ys), np.concatenate(ps)
+    X, y, p = simulate_sampled_battles(sampler, xi, T, batch_size=batch, random_state=rng)
     est = WinMatrixEstimator(items=np.arange(M)).fit(X, y, sampling_proba=p if weighted else None)
     iu = np.triu_indices(M, 1)
     truth = 1 / (1 + np.exp(-(xi[:, None] - xi[None, :])))[iu]

@@ -108,3 +108,32 @@ def make_arena_battles(n_battles=2000, n_competitors=10, *, tie_proba=0.1, n_cov
     if return_truth:
         return X, y, {"items": items, "scores": scores, "covariate_coef": gamma, "pair_index": pair}
     return X, y
+
+
+def simulate_sampled_battles(sampler, scores, n_battles, *, batch_size=100, random_state=None):
+    """Battles drawn by a fitted ``ActivePairSampler`` in batches, decided by Bradley-Terry with ``scores``.
+
+    After each batch the sampler learns its votes (``partial_fit``), so the
+    pairs of later batches follow its updated probabilities; the sampler's
+    items must be the integer codes ``0..len(scores)-1``. Used by the tests
+    and the benchmark of active sampling.
+
+    Returns
+    -------
+    X : ndarray of shape (n_battles, 2)
+        Integer competitor codes (first, second).
+    y : ndarray of shape (n_battles,)
+        1 where the first competitor won, else 0.
+    proba : ndarray of shape (n_battles,)
+        Probability with which each battle's pair was drawn, at the time it was drawn.
+    """
+    rng = check_random_state(random_state)
+    scores = np.asarray(scores, dtype=np.float64)
+    Xs, ys, ps = [], [], []
+    for _ in range(n_battles // batch_size):
+        X, p = sampler.sample(batch_size)
+        X = X.astype(int)
+        y = (rng.rand(batch_size) < 1 / (1 + np.exp(-(scores[X[:, 0]] - scores[X[:, 1]])))).astype(int)
+        sampler.partial_fit(X, y)
+        Xs.append(X), ys.append(y), ps.append(p)
+    return np.vstack(Xs), np.concatenate(ys), np.concatenate(ps)

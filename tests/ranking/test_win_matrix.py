@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from sklearn_icml.datasets._ranking import simulate_sampled_battles
 from sklearn_icml.ranking import ActivePairSampler, WinMatrixEstimator
 
 
@@ -95,14 +96,7 @@ def _active_trial(seed, M, T, batch=100, uniform_mix=0.1, weighted=True):
     rng = np.random.RandomState(seed)
     xi = rng.standard_normal(M)
     sampler = ActivePairSampler(items=np.arange(M), uniform_mix=uniform_mix, random_state=seed).fit()
-    Xs, ys, ps = [], [], []
-    for _ in range(T // batch):
-        X, p = sampler.sample(batch)
-        X = X.astype(int)
-        y = (rng.rand(batch) < 1 / (1 + np.exp(-(xi[X[:, 0]] - xi[X[:, 1]])))).astype(int)
-        sampler.partial_fit(X, y)
-        Xs.append(X), ys.append(y), ps.append(p)
-    X, y, p = np.vstack(Xs), np.concatenate(ys), np.concatenate(ps)
+    X, y, p = simulate_sampled_battles(sampler, xi, T, batch_size=batch, random_state=rng)
     est = WinMatrixEstimator(items=np.arange(M)).fit(X, y, sampling_proba=p if weighted else None)
     iu = np.triu_indices(M, 1)
     truth = _bt_truth(xi)[iu]
