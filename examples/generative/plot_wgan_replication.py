@@ -61,8 +61,9 @@ bounds = [models[name].lower_bound_ for name in names]
 positions = np.arange(len(names))
 axes[3].bar(positions - 0.2, w1, width=0.4, label="W1 to the training points")
 axes[3].bar(positions + 0.2, bounds, width=0.4, label="certified lower bound")
+for x, b in zip(positions, bounds, strict=True):
+    axes[3].annotate(f"{b:.3f}", (x + 0.2, b), ha="center", va="bottom", fontsize=8)
 axes[3].set_xticks(positions, names, fontsize=8)
-axes[3].set_yscale("log")
 axes[3].set_title("The bound never exceeds W1")
 axes[3].legend(fontsize=8)
 fig.tight_layout()
