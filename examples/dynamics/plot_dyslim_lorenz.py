@@ -32,7 +32,7 @@ print(X.shape, y.shape)
 # %%
 # Two emulators, one objective apart
 # ----------------------------------
-common = dict(hidden_layer_sizes=(64, 64), max_iter=1000, learning_rate=3e-3, random_state=0)
+common = dict(hidden_layer_sizes=(64, 64), batch_size=128, max_iter=800, learning_rate=3e-3, random_state=0)
 mse = DySLIMRegressor(lambda_uncond=0.0, lambda_cond=0.0, **common).fit(X, y)
 dyslim = DySLIMRegressor(lambda_uncond=1.0, lambda_cond=1.0, **common).fit(X, y)
 

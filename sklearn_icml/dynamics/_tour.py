@@ -21,10 +21,10 @@ def _run_dyslim(device="cpu", quick=False):
     from ..datasets import make_lorenz63
     from . import DySLIMRegressor, make_rollout_dataset
 
-    max_iter, n_steps = (600, 500) if quick else (1000, 1000)
+    max_iter, n_steps = (500, 500) if quick else (800, 1000)
     X, y = make_rollout_dataset(make_lorenz63(150, 200, noise=0.5, random_state=0))
     test = make_lorenz63(100, 200, random_state=1)
-    kw = dict(max_iter=max_iter, learning_rate=3e-3, device=device, random_state=0)
+    kw = dict(max_iter=max_iter, batch_size=128, learning_rate=3e-3, device=device, random_state=0)
     ours, seconds = fit_timed(DySLIMRegressor(lambda_uncond=1.0, lambda_cond=1.0, **kw), X, y)
     mse = DySLIMRegressor(lambda_uncond=0.0, lambda_cond=0.0, **kw).fit(X, y)
     return TourResult(metric="long-run MMD^2, noisy L63", score=_long_run_mmd(ours, test, n_steps),
