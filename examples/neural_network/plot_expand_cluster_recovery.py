@@ -57,7 +57,9 @@ axes[1].legend(fontsize=8)
 
 # recovered weights against the teacher's (each recovered unit matched to its best teacher unit)
 recovered = canonical_units(ec.coefs_[0].T, ec.intercepts_[0], ec.coefs_[1].T, "tanh")[0]
-match = np.argmax(np.abs(recovered @ teacher.T), axis=0)
+cosine = (recovered / np.linalg.norm(recovered, axis=1, keepdims=True)) @ (
+    teacher / np.linalg.norm(teacher, axis=1, keepdims=True)).T
+match = np.argmax(np.abs(cosine), axis=0)
 axes[2].scatter(teacher.ravel(), recovered[match].ravel())
 lim = np.abs(teacher).max() * 1.1
 axes[2].plot([-lim, lim], [-lim, lim], "k--", linewidth=1)
