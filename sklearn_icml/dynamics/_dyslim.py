@@ -290,6 +290,11 @@ class DySLIMRegressor(RegressorMixin, BaseEstimator):
     time step the MSE emulator already reproduces the attractor and DySLIM's
     long-run statistics are worse.
 
+    Training runs in float32. :meth:`predict` evaluates its one step in
+    float64 (on a copy of the weights), so that a row's prediction does not
+    depend on the other rows of the batch; :meth:`rollout` runs in float32 on
+    ``device_`` (many trajectories at once).
+
     Rollouts flag a trajectory as diverged when it leaves the ball of
     ``DIVERGENCE_THRESHOLD = 100`` training standard deviations (or becomes
     non-finite); it is held at its last state and a warning is issued.
@@ -519,8 +524,11 @@ class DySLIMRegressor(RegressorMixin, BaseEstimator):
 
         X = self._check_X(X)
         with torch_threads(), torch.no_grad():
-            z = to_tensor((X - self.mean_) / self.scale_, "cpu", next(self.module_.parameters()).dtype)
-            out = to_numpy(self.module_(z), np.float64) * self.target_scale_ + self.target_mean_
+            # one step in float64 (a copy of the trained weights), so that a row's prediction does not
+            # depend on the other rows of the batch (float32 matrix products are blocked by batch size)
+            module = copy.deepcopy(self.module_).to(torch.float64)
+            z = to_tensor((X - self.mean_) / self.scale_, "cpu", torch.float64)
+            out = to_numpy(module(z), np.float64) * self.target_scale_ + self.target_mean_
         return out[:, 0] if (self.mode_ == "regression" and self._y_1d) else out
 
     def _rollout_z(self, Z0, n_steps):
