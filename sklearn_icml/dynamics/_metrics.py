@@ -113,7 +113,7 @@ def cov_rmse(y_true, y_pred):
     >>> X = np.random.RandomState(0).normal(size=(100, 2))
     >>> cov_rmse(X, X)
     0.0
-    >>> round(cov_rmse(X, 2 * X) / np.sqrt(np.mean(np.cov(X.T) ** 2)), 6)
+    >>> round(float(cov_rmse(X, 2 * X) / np.sqrt(np.mean(np.cov(X.T) ** 2))), 6)
     3.0
     """
     true = _states(y_true, "y_true", "cov_rmse")
