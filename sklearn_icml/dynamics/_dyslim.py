@@ -34,6 +34,7 @@ from ..utils._torch import (
     torch_generator,
     torch_threads,
 )
+from ..utils._validation import check_float32_range
 
 __all__ = ["DySLIMRegressor", "invariant_measure_scorer"]
 
@@ -336,7 +337,7 @@ class DySLIMRegressor(RegressorMixin, BaseEstimator):
         "curriculum_every": [Interval(Integral, 1, None, closed="left"), None],
         "normalize": ["boolean"],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "learning_rate": [Interval(Real, 0, float(np.finfo(np.float32).max), closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "mode": [StrOptions({"auto", "dynamics", "regression"})],
         "grad_clip": [Interval(Real, 0, None, closed="neither"), None],
@@ -443,6 +444,7 @@ class DySLIMRegressor(RegressorMixin, BaseEstimator):
         self._y_1d = y.ndim == 1
         mode, K = self._resolve_mode(d, y, name)
         Y = y.reshape(n, -1).astype(np.float64)
+        check_float32_range(X, Y, name=name, labels=("X", "y"), reason="the flow map trains in float32")
         q = d if mode == "dynamics" else Y.shape[1]
         if mode == "regression" and self.network == "periodic_conv" and self.module is None and q != d:
             raise ValueError(f"{name}: network='periodic_conv' maps a field to a field of the same size; y has "

@@ -63,7 +63,7 @@ class LeftInvertibleWGAN(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         Hidden widths of the generator and the critic (reversed for the
         inverse network).
     inverse_penalty : float, default=2.0
-        lambda; 0 gives a plain WGAN-GP (the inverse network is then still
+        The weight lambda of the inverse penalty; 0 gives a plain WGAN-GP (the inverse network is then still
         fitted to the generated points, for :meth:`transform` and the bound,
         but never moves the generator).
     gradient_penalty : float, default=1.0

@@ -9,6 +9,8 @@ part of an expert block is an error.
 
 import numpy as np
 
+from ..utils._validation import check_float32_range
+
 __all__ = ["block_widths", "check_blocks", "l2_normalize", "resolve_mixing"]
 
 
@@ -69,6 +71,7 @@ def check_blocks(X, widths, name):
         raise ValueError(f"{name}: X has NaN in the base (unified) part, columns 0..{widths[0] - 1}, in "
                          f"{int(nan_base.sum())} row(s) (first: row {int(np.flatnonzero(nan_base)[0])}); only an "
                          "expert part may be NaN, and only as a whole (an item the expert does not cover).")
+    check_float32_range(X, name=name, reason="the norms and projections of the embeddings would overflow")
     present = []
     for k, block in enumerate(blocks[1:], 1):
         isnan = np.isnan(block)

@@ -670,6 +670,9 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
     with torch_threads():
         module.to(device)
         float_dtype = _float_dtype(module)
+        if learning_rate > torch.finfo(float_dtype).max:
+            raise ValueError(f"{name}: learning_rate={learning_rate!r} overflows the module's {float_dtype} "
+                             "parameters; give a finite step size in their range.")
         single = not isinstance(X, (tuple, list))
         xs = tuple(_tensor(a, device, float_dtype) for a in ((X,) if single else X))
         target_dtype = torch.long if (isinstance(loss, str) and loss == "cross_entropy") else None
