@@ -116,7 +116,7 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
         Where the masked autoencoders ran.
     n_features_in_ : int
         Number of features seen in fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Feature names, when X had string column names.
 
     See Also
@@ -322,12 +322,12 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features_in_)
+        X : array-like of shape (n_samples, ``n_features_in_``)
             Measurements.
 
         Returns
         -------
-        ndarray of shape (n_samples, n_components_x_)
+        ndarray of shape (n_samples, ``n_components_x_``)
             ``encoder_x_.transform(X)``.
         """
         check_is_fitted(self)
@@ -339,12 +339,12 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
 
         Parameters
         ----------
-        y : array-like of shape (n_samples, n_outputs_) or (n_samples,)
+        y : array-like of shape (n_samples, ``n_outputs_``) or (n_samples,)
             Properties.
 
         Returns
         -------
-        ndarray of shape (n_samples, n_components_y_)
+        ndarray of shape (n_samples, ``n_components_y_``)
             ``encoder_y_.transform(y)``, or ``y`` itself as a column for a
             single target.
         """
@@ -367,12 +367,12 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features_in_)
+        X : array-like of shape (n_samples, ``n_features_in_``)
             Measurements.
 
         Returns
         -------
-        ndarray of shape (n_samples,) or (n_samples, n_outputs_)
+        ndarray of shape (n_samples,) or (n_samples, ``n_outputs_``)
             Predicted properties (1-D when ``y`` was 1-D in fit).
         """
         check_is_fitted(self)
@@ -388,12 +388,12 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
 
         Parameters
         ----------
-        y : array-like of shape (n_samples, n_outputs_) or (n_samples,)
+        y : array-like of shape (n_samples, ``n_outputs_``) or (n_samples,)
             Properties.
 
         Returns
         -------
-        ndarray of shape (n_samples, n_features_in_)
+        ndarray of shape (n_samples, ``n_features_in_``)
             Predicted measurements.
         """
         check_is_fitted(self)

@@ -116,10 +116,10 @@ class MaskedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
     ----------
     module_ : torch.nn.Module
         The trained encoder-decoder, on the CPU, in float64.
-    mean_ : ndarray of shape (n_features_in_,)
+    mean_ : ndarray of shape (``n_features_in_``,)
         Subtracted before encoding ("mlp": per feature; "conv": one value
         repeated).
-    scale_ : ndarray of shape (n_features_in_,)
+    scale_ : ndarray of shape (``n_features_in_``,)
         Divided after subtracting ``mean_``.
     n_components_ : int
         Size of the latent code.
@@ -133,7 +133,7 @@ class MaskedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         Where the network was trained.
     n_features_in_ : int
         Number of features seen in fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Feature names, when X had string column names.
 
     See Also
@@ -298,12 +298,12 @@ class MaskedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features_in_)
+        X : array-like of shape (n_samples, ``n_features_in_``)
             Rows of the domain.
 
         Returns
         -------
-        ndarray of shape (n_samples, n_components_)
+        ndarray of shape (n_samples, ``n_components_``)
             Latent codes.
         """
         check_is_fitted(self)
@@ -315,12 +315,12 @@ class MaskedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_components_)
+        X : array-like of shape (n_samples, ``n_components_``)
             Latent codes.
 
         Returns
         -------
-        ndarray of shape (n_samples, n_features_in_)
+        ndarray of shape (n_samples, ``n_features_in_``)
             Decoded rows.
         """
         from sklearn.utils import check_array
@@ -337,7 +337,7 @@ class MaskedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features_in_)
+        X : array-like of shape (n_samples, ``n_features_in_``)
             Rows of the domain.
         y : None
             Ignored.

@@ -250,7 +250,7 @@ class DySLIMRegressor(RegressorMixin, BaseEstimator):
         Mean subtracted from the targets (``mean_`` in dynamics mode).
     target_scale_ : ndarray of shape (n_outputs,)
         Scale the targets are divided by (``scale_`` in dynamics mode).
-    loss_curve_ : ndarray of shape (n_iter_, 4)
+    loss_curve_ : ndarray of shape (``n_iter_``, 4)
         Per optimiser step: total loss, ``l2``, ``U`` and ``C`` (the
         unweighted terms).
     n_iter_ : int
@@ -263,7 +263,7 @@ class DySLIMRegressor(RegressorMixin, BaseEstimator):
         Where training ran.
     n_features_in_ : int
         Number of features seen in fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Feature names, when X had string column names.
 
     See Also

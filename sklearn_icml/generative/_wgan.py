@@ -138,7 +138,7 @@ class LeftInvertibleWGAN(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         lipschitz_inverse_upper_)``.
     n_features_in_ : int
         Number of features.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Names of the features, when X has string column names.
     device_ : str
         Where the fit ran.
@@ -351,7 +351,7 @@ class LeftInvertibleWGAN(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
 
         Returns
         -------
-        ndarray of shape (n_samples, n_features_in_)
+        ndarray of shape (n_samples, ``n_features_in_``)
             The points.
         """
         from ._wgan_training import draw_latent
@@ -370,12 +370,12 @@ class LeftInvertibleWGAN(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features_in_)
+        X : array-like of shape (n_samples, ``n_features_in_``)
             Points in X's units.
 
         Returns
         -------
-        ndarray of shape (n_samples, latent_dim_)
+        ndarray of shape (n_samples, ``latent_dim_``)
             Their latent codes.
         """
         check_is_fitted(self)
@@ -388,12 +388,12 @@ class LeftInvertibleWGAN(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, latent_dim_)
+        X : array-like of shape (n_samples, ``latent_dim_``)
             Latent codes.
 
         Returns
         -------
-        ndarray of shape (n_samples, n_features_in_)
+        ndarray of shape (n_samples, ``n_features_in_``)
             The generator's points.
         """
         check_is_fitted(self)
@@ -415,7 +415,7 @@ class LeftInvertibleWGAN(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features_in_)
+        X : array-like of shape (n_samples, ``n_features_in_``)
             Data to compare with (both samples subsampled to 2000 rows).
         y : None
             Ignored.

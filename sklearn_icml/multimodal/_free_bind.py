@@ -61,7 +61,7 @@ class FreeBind(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator)
         Widths of the blocks ``[unified, expert_1, ...]`` of ``X``.
     n_features_in_ : int
         Number of features seen in fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Feature names, when X had string column names.
 
     See Also

@@ -116,7 +116,7 @@ class SpaceBond(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         unless another device was asked for).
     n_features_in_ : int
         Number of features seen in fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Feature names, when X had string column names.
 
     See Also
@@ -309,7 +309,7 @@ class SpaceBond(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
         Returns
         -------
-        X_new : ndarray of shape (n_samples, n_base_features_) or (n_samples, n_expert_features_)
+        X_new : ndarray of shape (n_samples, ``n_base_features_``) or (n_samples, ``n_expert_features_``)
             L2-normalised embeddings: in the unified space for a combination
             bond, in the expert space for a displacement bond; float32 for
             float32 input, else float64.

@@ -170,7 +170,7 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
         Where the training ran.
     n_features_in_ : int
         Number of features seen in fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Feature names, when X had string column names.
 
     See Also
@@ -571,7 +571,7 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
 
         Returns
         -------
-        H : ndarray of shape (n_samples, hidden_layer_sizes_[-1])
+        H : ndarray of shape (n_samples, ``hidden_layer_sizes_[-1]``)
             Hidden activations.
         """
         check_is_fitted(self)
