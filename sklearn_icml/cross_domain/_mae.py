@@ -24,6 +24,7 @@ from ..utils._torch import (
     torch_generator,
     torch_threads,
 )
+from ..utils._validation import standardization
 
 __all__ = ["MaskedAutoencoder"]
 
@@ -246,11 +247,9 @@ class MaskedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
             raise ValueError(f"{name}: architecture='conv' needs at least one convolution in hidden_layer_sizes; "
                              f"got {self.hidden_layer_sizes!r}.")
         if self.architecture == "mlp":
-            mean, scale = X.mean(axis=0), X.std(axis=0)
-        else:
-            mean, scale = np.full(p, X.mean()), np.full(p, X.std())
-        scale = np.where(scale > 1e-12 * max(1.0, float(np.abs(mean).max())), scale, 1.0)
-        self.mean_, self.scale_ = mean, scale
+            self.mean_, self.scale_ = standardization(X)
+        else:  # one mean and scale for the whole field, so the convolutions see its spatial structure
+            self.mean_, self.scale_ = (np.full(p, m[0]) for m in standardization(X.reshape(-1, 1)))
         self.input_shape_ = shape
         self.n_components_ = int(self.n_components)
         generator = torch_generator(self.random_state)
@@ -263,7 +262,7 @@ class MaskedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
             batches = math.ceil(n / batch_size)
             epochs = math.ceil(self.max_iter / batches)
             step = masked_reconstruction_step(shape, int(self.patch_size), float(self.mask_ratio), generator)
-            Xs = ((X - mean) / scale).astype(np.float32)
+            Xs = ((X - self.mean_) / self.scale_).astype(np.float32)
             result = fit_module(
                 module, Xs, None, train_step=step, max_iter=epochs, batch_size=batch_size,
                 learning_rate=self.learning_rate, optimizer="adam", n_iter_no_change=epochs, tol=0.0,

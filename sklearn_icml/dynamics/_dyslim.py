@@ -28,13 +28,14 @@ from ..utils._sklearn_private import HasMethods, Interval, StrOptions, _fit_cont
 from ..utils._torch import (
     DEVICE_CONSTRAINT,
     as_numpy,
+    forward_float64,
     resolve_device,
     to_numpy,
     to_tensor,
     torch_generator,
     torch_threads,
 )
-from ..utils._validation import check_float32_range
+from ..utils._validation import check_float32_range, standardization
 
 __all__ = ["DySLIMRegressor", "invariant_measure_scorer"]
 
@@ -451,15 +452,13 @@ class DySLIMRegressor(RegressorMixin, BaseEstimator):
                              f"{q} columns and X {d}.")
 
         if self.normalize:
-            self.mean_, self.scale_ = X.mean(axis=0), X.std(axis=0)
-            self.scale_[self.scale_ == 0] = 1.0
+            self.mean_, self.scale_ = standardization(X)
         else:
             self.mean_, self.scale_ = np.zeros(d), np.ones(d)
         if mode == "dynamics":
             self.target_mean_, self.target_scale_ = self.mean_.copy(), self.scale_.copy()
         elif self.normalize:
-            self.target_mean_, self.target_scale_ = Y.mean(axis=0), Y.std(axis=0)
-            self.target_scale_[self.target_scale_ == 0] = 1.0
+            self.target_mean_, self.target_scale_ = standardization(Y)
         else:
             self.target_mean_, self.target_scale_ = np.zeros(q), np.ones(q)
         Xz = (X - self.mean_) / self.scale_
@@ -522,15 +521,11 @@ class DySLIMRegressor(RegressorMixin, BaseEstimator):
             The next states (dynamics mode); the predicted targets in
             regression mode (1-D when fitted on a 1-D ``y``).
         """
-        import torch
-
         X = self._check_X(X)
-        with torch_threads(), torch.no_grad():
-            # one step in float64 (a copy of the trained weights), so that a row's prediction does not
-            # depend on the other rows of the batch (float32 matrix products are blocked by batch size)
-            module = copy.deepcopy(self.module_).to(torch.float64)
-            z = to_tensor((X - self.mean_) / self.scale_, "cpu", torch.float64)
-            out = to_numpy(module(z), np.float64) * self.target_scale_ + self.target_mean_
+        with torch_threads():
+            # one step in float64, so that a row's prediction does not depend on the other rows of the batch
+            out = to_numpy(forward_float64(self.module_, (X - self.mean_) / self.scale_), np.float64)
+        out = out * self.target_scale_ + self.target_mean_
         return out[:, 0] if (self.mode_ == "regression" and self._y_1d) else out
 
     def _rollout_z(self, Z0, n_steps):

@@ -6,7 +6,6 @@ be the training layer's ``fit_module``; that module says why), the networks
 and their Lipschitz bounds in :mod:`._wgan_nets`, the bound in :mod:`._wgan_bound`.
 """
 
-import copy
 from numbers import Integral, Real
 
 import numpy as np
@@ -18,12 +17,14 @@ from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import (
     DEVICE_CONSTRAINT,
     as_numpy,
+    forward_float64,
     resolve_device,
     to_numpy,
     to_tensor,
     torch_generator,
     torch_threads,
 )
+from ..utils._validation import standardization
 
 __all__ = ["LeftInvertibleWGAN"]
 
@@ -285,7 +286,7 @@ class LeftInvertibleWGAN(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         self.device_ = device.type
         rng = check_random_state(self.random_state)
         if self.standardize:
-            self.mean_, self.scale_ = _standardization(X)
+            self.mean_, self.scale_ = standardization(X)
         else:
             self.mean_, self.scale_ = np.zeros(X.shape[1]), np.ones(X.shape[1])
         Z = (X - self.mean_) / self.scale_
@@ -319,7 +320,7 @@ class LeftInvertibleWGAN(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         from ._wgan_training import draw_latent
 
         z = draw_latent(N_MONTE_CARLO, self.latent_dim_, self.latent_distribution, torch_generator(rng)).double()
-        z_back = _forward(self.inverse_, _forward(self.generator_, z))
+        z_back = forward_float64(self.inverse_, forward_float64(self.generator_, z))
         errors = to_numpy((z_back - z).norm(dim=1))
         self.inverse_error_, self.inverse_error_upper_ = inverse_error_upper(errors)
         self.quantization_error_lower_ = quantization_error_lower(n_train, self.latent_dim_, self.latent_distribution)
@@ -362,7 +363,7 @@ class LeftInvertibleWGAN(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         rs = self.random_state if random_state is None else random_state
         with torch_threads():
             z = draw_latent(int(n_samples), self.latent_dim_, self.latent_distribution, torch_generator(rs))
-            X = to_numpy(_forward(self.generator_, z.double()))
+            X = to_numpy(forward_float64(self.generator_, z.double()))
         return X * self.scale_ + self.mean_
 
     def transform(self, X):
@@ -381,7 +382,7 @@ class LeftInvertibleWGAN(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         check_is_fitted(self)
         X = validate_data(self, as_numpy(X), dtype=np.float64, reset=False)
         with torch_threads():
-            return to_numpy(_forward(self.inverse_, to_tensor((X - self.mean_) / self.scale_, "cpu")))
+            return to_numpy(forward_float64(self.inverse_, to_tensor((X - self.mean_) / self.scale_, "cpu")))
 
     def inverse_transform(self, X):
         """Generated points g(Z) of latent codes, in X's units.
@@ -402,7 +403,7 @@ class LeftInvertibleWGAN(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
             raise ValueError(f"{type(self).__name__}.inverse_transform: X has {Z.shape[1]} columns but the "
                              f"latent dimension latent_dim_ is {self.latent_dim_}.")
         with torch_threads():
-            out = to_numpy(_forward(self.generator_, to_tensor(Z, "cpu")))
+            out = to_numpy(forward_float64(self.generator_, to_tensor(Z, "cpu")))
         return out * self.scale_ + self.mean_
 
     def score(self, X, y=None):
@@ -431,21 +432,3 @@ class LeftInvertibleWGAN(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         X = validate_data(self, as_numpy(X), dtype=np.float64, reset=False)
         return -wasserstein1(self.sample(min(len(X), 2000)), X, max_samples=2000, random_state=self.random_state)
 
-
-def _standardization(X):
-    """Column means and standard deviations (1 for a constant column), computed on X over its column peaks
-    so that values near the float64 limit do not overflow."""
-    peak = np.abs(X).max(axis=0)
-    peak = np.where(peak > 0, peak, 1.0)
-    unit = X / peak
-    mean, std = peak * unit.mean(axis=0), unit.std(axis=0)
-    scale = np.where(std > 1e-12 * np.maximum(1.0, np.abs(unit.mean(axis=0))), peak * std, 1.0)
-    return mean, scale
-
-
-def _forward(module, tensor):
-    """``module(tensor)`` in float64 on the CPU, without touching the fitted (float32) module."""
-    import torch
-
-    with torch.no_grad():
-        return copy.deepcopy(module).double()(tensor.double())

@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, is_torch_tensor, resolve_device, torch_generator, torch_threads
 from ..utils._training import ProgressReporter
+from ..utils._validation import check_float32_range
 from ._clustering import cluster_units, collapse_clusters
 from ._symmetry import ACTIVATIONS, activate, canonical_units
 
@@ -374,10 +375,7 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
         name = type(self).__name__
         widths = self._widths(X.shape[1])
         Y = y.reshape(len(y), -1).astype(np.float64)
-        limit = np.finfo(np.float32).max / 1e3
-        if np.abs(X).max(initial=0.0) > limit or np.abs(Y).max(initial=0.0) > limit:
-            raise ValueError(f"{name}: X and y must be below {limit:.3g} in magnitude (the students train in "
-                             "float32); rescale them.")
+        check_float32_range(X, Y, name=name, labels=("X", "y"), reason="the students train in float32")
         self.n_outputs_ = Y.shape[1]
         reporter = ProgressReporter(name, verbose=self.verbose)
         generator = torch_generator(check_random_state(self.random_state))

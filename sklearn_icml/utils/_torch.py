@@ -30,6 +30,7 @@ __all__ = [
     "DEVICE_CONSTRAINT",
     "as_numpy",
     "default_n_threads",
+    "forward_float64",
     "is_torch_tensor",
     "resolve_device",
     "to_numpy",
@@ -185,6 +186,35 @@ def to_tensor(X, device, dtype=None):
     if not X.flags.writeable or not X.flags.c_contiguous:
         X = np.array(X, order="C", copy=True)
     return torch.from_numpy(X).to(device=device, dtype=dtype)
+
+
+def forward_float64(module, X):
+    """``module(X)`` in float64 on the CPU, without gradients and without touching the fitted module.
+
+    A fitted float32 module evaluated in float64 on a copy of its weights: a
+    row's output then does not depend on the other rows of the batch (float32
+    matrix products are blocked by batch size), and the fitted state keeps its
+    dtype.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        A module on the CPU.
+    X : ndarray or torch.Tensor
+        Its input.
+
+    Returns
+    -------
+    torch.Tensor
+        The float64 output, on the CPU.
+    """
+    import copy
+
+    import torch
+
+    x = X.detach().to("cpu", torch.float64) if torch.is_tensor(X) else to_tensor(X, "cpu", torch.float64)
+    with torch.no_grad():
+        return copy.deepcopy(module).to(torch.float64)(x)
 
 
 def to_numpy(tensor, dtype=None):

@@ -98,3 +98,21 @@ def test_roundtrip_on_cuda():
     assert t.device.type == "cuda"
     np.testing.assert_array_equal(to_numpy(t), X)
     np.testing.assert_array_equal(as_numpy(t), X)
+
+
+def test_forward_float64_leaves_the_module_alone_and_is_row_independent():
+    import torch
+
+    from sklearn_icml.utils._torch import forward_float64
+
+    net = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+    X = np.random.RandomState(0).normal(size=(20, 3))
+    out = forward_float64(net, X)
+    assert out.dtype == torch.float64 and not out.requires_grad
+    assert next(net.parameters()).dtype == torch.float32  # the fitted module keeps its dtype
+    # the definition: the same weights in float64, row by row
+    W1, b1 = net[0].weight.detach().double().numpy(), net[0].bias.detach().double().numpy()
+    W2, b2 = net[2].weight.detach().double().numpy(), net[2].bias.detach().double().numpy()
+    expected = np.tanh(X @ W1.T + b1) @ W2.T + b2
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(forward_float64(net, torch.as_tensor(X[:5])).numpy(), out.numpy()[:5])

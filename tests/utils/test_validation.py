@@ -1,0 +1,38 @@
+"""Shared input checks: the float32 range and the overflow-safe standardisation."""
+
+import numpy as np
+import pytest
+from sklearn.preprocessing import StandardScaler
+
+from sklearn_icml.utils._validation import FLOAT32_SAFE_MAX, check_float32_range, standardization
+
+
+def test_standardization_matches_standard_scaler_and_keeps_constant_columns():
+    X = np.random.RandomState(0).normal(3.0, 2.0, size=(50, 4))
+    X[:, 2] = 7.0  # constant
+    mean, scale = standardization(X)
+    ref = StandardScaler().fit(X)
+    np.testing.assert_allclose(mean, ref.mean_, rtol=1e-12)
+    np.testing.assert_allclose(scale, ref.scale_, rtol=1e-12)  # scikit-learn's scale_ is 1 for the constant one
+    assert scale[2] == 1.0
+
+
+def test_standardization_of_huge_values_is_finite_and_exact_in_ratio():
+    X = np.random.RandomState(1).normal(size=(30, 3))
+    mean, scale = standardization(X * 1e300)  # X.std would overflow
+    ref_mean, ref_scale = standardization(X)
+    np.testing.assert_allclose(mean / 1e300, ref_mean, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(scale / 1e300, ref_scale, rtol=1e-10)
+
+
+def test_tiny_columns_are_scaled_not_taken_for_constant():
+    X = np.random.RandomState(2).normal(size=(40, 2)) * 1e-20
+    _, scale = standardization(X)
+    np.testing.assert_allclose(scale, X.std(axis=0))
+
+
+def test_float32_range_names_the_estimator_and_the_array():
+    check_float32_range(np.array([1.0, np.nan]), np.ones(2), name="Est", labels=("X", "y"))
+    with pytest.raises(ValueError, match=r"Est: y holds values up to 1e\+37"):
+        check_float32_range(np.ones(2), np.array([1e37]), name="Est", labels=("X", "y"))
+    assert FLOAT32_SAFE_MAX < np.finfo(np.float32).max
