@@ -134,7 +134,11 @@ def test_from_teacher_callable_mlp_and_torch_module():
         mlp.fit(X, y)
     by_mlp = ExpandAndCluster.from_teacher(mlp, X, **fast)
     assert by_mlp.activation == "relu" and by_mlp.n_hidden_layers == 1
-    net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Tanh(), torch.nn.Linear(2, 1))
+    # the teacher's weights from a seeded generator, not torch's global one (whose state depends
+    # on which tests ran before)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Tanh(), torch.nn.Linear(2, 1))
     by_module = ExpandAndCluster.from_teacher(net, X, **fast)
     with torch.no_grad():
         target = net(torch.as_tensor(X, dtype=torch.float32)).numpy().ravel()
