@@ -70,8 +70,20 @@ class NGramMaskFill:
         out_degree = np.asarray(counts.sum(axis=1)).ravel()
         # column b: P(b | a) for every a that preceded b
         self.follow = sp.csc_matrix(sp.diags(1.0 / np.maximum(out_degree, 1.0)) @ counts)
+        self._unigram_law = (np.arange(V), np.cumsum(self.unigram))
+        # the fill law of each (left, right) context, computed on first use: a call draws many masks in few contexts
+        self._laws = {}
 
     def _fill(self, left, right, rng):
+        key = (left, right)
+        law = self._laws.get(key)
+        if law is None:
+            law = self._laws[key] = self._law(left, right)
+        cand, cum = law
+        return int(cand[min(np.searchsorted(cum, rng.uniform() * cum[-1], side="right"), len(cand) - 1)])
+
+    def _law(self, left, right):
+        """Candidates and cumulative weights for a masked token between ``left`` and ``right`` (None: no token)."""
         if left is not None:
             lo, hi = self.successors.indptr[left], self.successors.indptr[left + 1]
             cand, weight = self.successors.indices[lo:hi], self.successors.data[lo:hi]
@@ -87,9 +99,8 @@ class NGramMaskFill:
                 if len(common):
                     cand, weight = common, weight[i] * p_right[j]
         if cand is None or len(cand) == 0 or weight.sum() <= 0:
-            cand, weight = np.arange(len(self.vocab)), self.unigram
-        cum = np.cumsum(weight)
-        return int(cand[min(np.searchsorted(cum, rng.uniform() * cum[-1], side="right"), len(cand) - 1)])
+            return self._unigram_law
+        return cand, np.cumsum(weight)
 
     def __call__(self, texts, degree, random_state):
         rng = random_state

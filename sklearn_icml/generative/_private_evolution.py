@@ -16,7 +16,7 @@ from ..privacy import (
 )
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device, torch_threads
-from ._pe_voting import nearest_votes, noisy_histogram
+from ._pe_voting import NearestVoter, nearest_votes, noisy_histogram
 
 __all__ = ["PrivateEvolution"]
 
@@ -363,12 +363,12 @@ class PrivateEvolution(BaseEstimator):
     def _evolve(self, private, pool, noise_unit, rng, device, label):
         n, T = int(self.n_synthetic), int(self.n_iterations)
         population = self._initial(n, rng, pool)
-        private_emb = self._embed(private)
+        voter = NearestVoter(self._embed(private), device)  # embedded and moved to the device once per fit
         hists, seeds = [], []
         for t in range(T):
             degree = self.variation_degree * (1.0 - 0.8 * t / max(T - 1, 1))
             ahead = np.mean([self._embed(self._vary(population, degree, rng)) for _ in range(self.lookahead)], axis=0)
-            votes = nearest_votes(private_emb, ahead, device)
+            votes = voter(ahead)
             _, released = noisy_histogram(votes, n, noise_std=self.noise_inflation * noise_unit,
                                           threshold=self.threshold * noise_unit, rng=rng)
             hists.append(released)

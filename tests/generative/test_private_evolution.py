@@ -16,7 +16,7 @@ from sklearn.preprocessing import StandardScaler
 
 from sklearn_icml.datasets import make_topic_corpus, topic_of
 from sklearn_icml.generative import PrivateEvolution, PrivateEvolutionText, SyntheticDataClassifier
-from sklearn_icml.generative._pe_voting import nearest_votes, noisy_histogram
+from sklearn_icml.generative._pe_voting import NearestVoter, nearest_votes, noisy_histogram
 from sklearn_icml.generative._private_evolution import cap_users
 from sklearn_icml.privacy import gaussian_rounds_epsilon, gaussian_rounds_noise_multiplier
 
@@ -67,6 +67,12 @@ def test_nearest_votes_equal_brute_force():
     brute = np.argmin(((private[:, None, :] - synthetic[None]) ** 2).sum(-1), axis=1)
     np.testing.assert_array_equal(nearest_votes(private, synthetic, None), brute)
     np.testing.assert_array_equal(nearest_votes(private, synthetic, "cpu"), brute)
+    # the voter of a fit: private set prepared once, small blocks, several rounds' synthetic sets
+    for device in (None, "cpu"):
+        voter = NearestVoter(private, device, block_size=7)
+        for syn in (synthetic, synthetic[::-1] * 0.5, synthetic[:1]):
+            expected = np.argmin(((private[:, None, :] - syn[None]) ** 2).sum(-1), axis=1)
+            np.testing.assert_array_equal(voter(syn), expected)
 
 
 def test_released_histogram_noise_has_the_formula_std():
