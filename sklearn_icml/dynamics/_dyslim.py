@@ -88,6 +88,21 @@ class _Objective:
             return sinkhorn_divergence(P, Q)
         return mmd2(P, Q, bandwidths=self.est.mmd_bandwidths)
 
+    def mmd_terms(self, terms, x0):
+        """``(U, C)`` of the MMD: one kernel block per rollout step shared by both terms (``_measure_loss``)."""
+        from ._measure_loss import mmd_terms
+
+        uncond = cond = x0.new_zeros(())
+        x0_self = None
+        for w, p, t in terms:
+            U, C, x0_self = mmd_terms(p, x0, t, self.est.mmd_bandwidths, uncond=bool(self.lam_u),
+                                      cond=bool(self.lam_c), x0_self=x0_self)
+            if U is not None:
+                uncond = uncond + w * U
+            if C is not None:
+                cond = cond + w * C
+        return uncond / len(terms), cond / len(terms)
+
     def horizon_now(self):
         every = self.est.curriculum_every
         if every is None:
@@ -126,11 +141,16 @@ class _Objective:
         loss = l2
         zero = torch.zeros((), dtype=l2.dtype, device=l2.device)
         uncond = cond = zero
+        if self.est.measure == "mmd" and (self.lam_u or self.lam_c):
+            uncond, cond = self.mmd_terms(terms, x0)
+        else:
+            if self.lam_u:
+                uncond = sum(w * self.distance(p, x0) for w, p, _ in terms) / m
+            if self.lam_c:
+                cond = sum(w * self.distance(p, t) for w, p, t in terms) / m
         if self.lam_u:
-            uncond = sum(w * self.distance(p, x0) for w, p, _ in terms) / m
             loss = loss + self.lam_u * uncond
         if self.lam_c:
-            cond = sum(w * self.distance(p, t) for w, p, t in terms) / m
             loss = loss + self.lam_c * cond
         if self.step < len(self.log):
             self.log[self.step] = torch.stack([loss.detach(), l2.detach(), uncond.detach(), cond.detach()])

@@ -195,3 +195,29 @@ def test_device_runs_and_fitted_state_is_on_the_cpu(lorenz, device):
     loaded = pickle.loads(pickle.dumps(est))
     np.testing.assert_array_equal(loaded.predict(X), est.predict(X))
     assert isinstance(est.module_, torch.nn.Module)
+
+
+def test_shared_kernel_block_equals_two_mmd2_calls_in_value_and_gradient():
+    """The training loss's MMD terms (one kernel block of the predictions against [p, x0, xk], a hand-written
+    kernel slope) equal mmd2(p, x0) and mmd2(p, xk) and their autograd gradient, in float64."""
+    torch = pytest.importorskip("torch")
+    from sklearn_icml.dynamics._measure_loss import mmd_terms
+    from sklearn_icml.metrics import mmd2
+
+    g = torch.Generator().manual_seed(0)
+    bw = (0.2, 0.5, 0.9, 1.3)
+    p = torch.randn(40, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    x0, xk = torch.randn(40, 3, generator=g, dtype=torch.float64), torch.randn(40, 3, generator=g, dtype=torch.float64)
+    U, C, _ = mmd_terms(p, x0, xk, bw)
+    (grad,) = torch.autograd.grad(2.0 * U + 3.0 * C, p)
+    U_ref, C_ref = mmd2(p, x0, bandwidths=bw), mmd2(p, xk, bandwidths=bw)
+    (grad_ref,) = torch.autograd.grad(2.0 * U_ref + 3.0 * C_ref, p)
+    np.testing.assert_allclose([U.item(), C.item()], [U_ref.item(), C_ref.item()], rtol=1e-12)
+    np.testing.assert_allclose(grad.numpy(), grad_ref.numpy(), rtol=1e-10, atol=1e-13)
+    # only one term asked for; a duplicated state (zero distance) keeps the gradient finite
+    p2 = torch.cat([p.detach()[:39], p.detach()[:1]]).requires_grad_()
+    U2, C2, _ = mmd_terms(p2, x0, xk, bw, cond=False)
+    assert C2 is None
+    (grad2,) = torch.autograd.grad(U2, p2)
+    (grad2_ref,) = torch.autograd.grad(mmd2(p2, x0, bandwidths=bw), p2)
+    np.testing.assert_allclose(grad2.numpy(), grad2_ref.numpy(), rtol=1e-10, atol=1e-13)
