@@ -42,14 +42,7 @@ NON_TABULAR = {
 
 #: Known open defects of estimators owned by other families: (estimator, case) -> what goes wrong. Each runs as a
 #: strict xfail, so the entry has to go once the estimator is fixed.
-KNOWN_DEFECTS = {
-    ("PrivateKMeans", "huge_X"): "transform returns infinite distances for 1e300 features without a word",
-    ("CoxSurvival", "huge_X"): "standardising 1e300 features overflows (numpy warns) and the fit returns zero "
-                               "coefficients instead of a clear error",
-    ("PathwayEncoder", "huge_X"): "standardising 1e300 features overflows (numpy warns) on the way to a result",
-    ("MetaLFBOClassifier", "huge_X"): "standardising 1e300 features overflows (numpy warns) on the way to a result",
-    ("PrototypeEncoder", "huge_X"): "transform returns non-finite values for 1e300 features without a word",
-}
+KNOWN_DEFECTS = {}
 
 _OUTPUT_METHODS = ("predict", "predict_proba", "decision_function", "transform", "score_samples")
 _CLEAR_WORDS = r"nan|inf|finite|empty|sample|feature|column|shape|large|overflow|class|at least|must"

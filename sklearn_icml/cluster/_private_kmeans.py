@@ -29,6 +29,7 @@ from ..utils._dask import is_dask_collection
 from ..utils._random import SEED_MAX
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device
+from ..utils._validation import square_safe_max
 from ._mettu_plaxton import bicriteria_to_k, nearest
 
 __all__ = ["PrivateKMeans"]
@@ -73,6 +74,41 @@ def _auto_components(n_features, n_estimate, epsilon):
 def _auto_levels(n_estimate, n_dims, epsilon):
     """Depth at which a cell of uniformly spread records holds about as many records as its noise."""
     return int(np.clip(round(_signal_bits(n_estimate, epsilon) / n_dims) + 1, 2, 62 // n_dims))
+
+
+def _scaled_sq_distances(X, centers):
+    """Squared distances of the records to the centres, each row divided by its record's scale squared.
+
+    The differences ``x - c`` are finite (the centres lie in the box, within
+    +-1e150); those of a record whose squares would overflow (beyond
+    :func:`~sklearn_icml.utils._validation.square_safe_max`, 1e300 say) are
+    divided by the power of two just below its peak (exact) before squaring;
+    other records have scale 1. Returns the scales ``s`` of shape (n,) and the
+    (n, k) squared distances over ``s**2``.
+    """
+    peak = np.abs(X).max(axis=1, initial=0.0)
+    s = np.where(peak > square_safe_max(), np.ldexp(1.0, np.frexp(peak)[1] - 1), 1.0)
+    diff = X[:, None, :] - centers[None, :, :]
+    diff /= s[:, None, None]
+    return s, (diff ** 2).sum(axis=2)
+
+
+def assign(X, centers):
+    """Nearest centre of every record and the k-means cost, for records of any finite magnitude.
+
+    Records far outside the box go through :func:`_scaled_sq_distances`, so
+    the assignment does not overflow; the cost is ``inf`` when it exceeds
+    float64's range.
+    """
+    huge = np.abs(X).max(axis=1, initial=0.0) > square_safe_max()
+    if huge.any():
+        labels = np.empty(len(X), dtype=np.int64)
+        labels[~huge] = nearest(X[~huge], centers)
+        labels[huge] = _scaled_sq_distances(X[huge], centers)[1].argmin(axis=1)
+    else:
+        labels = nearest(X, centers)
+    with np.errstate(over="ignore"):
+        return labels, float(((X - centers[labels]) ** 2).sum())
 
 
 class _Geometry:
@@ -135,8 +171,7 @@ class _Records:
         return np.array([float(((self.Xc - C[nearest(self.Xc, C)]) ** 2).sum()) for C in candidates])
 
     def labels_and_inertia(self, centers):
-        labels = nearest(self.X, centers)
-        return labels, float(((self.X - centers[labels]) ** 2).sum())
+        return assign(self.X, centers)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -249,7 +284,9 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         release.
     inertia_ : float
         k-means cost of the training records (last batch for
-        :meth:`partial_fit`) on the centres; not private either.
+        :meth:`partial_fit`) on the centres; not private either. ``inf``
+        when the cost exceeds the float64 range (records far outside the box,
+        see Notes).
     cluster_sizes_ : ndarray of shape (n_clusters,)
         Noisy cluster sizes (private).
     n_iter_ : int
@@ -314,6 +351,24 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
     Tuning on private data (``GridSearchCV``) spends ``epsilon`` on every fit
     and leaks through the selection: tune on public or synthetic data, or
     account for every fit with :class:`~sklearn_icml.privacy.Accountant`.
+
+    Records of any finite magnitude. Clipping to the box is part of the
+    mechanism: with public ``bounds``, a record far outside it (1e300, say)
+    is moved to the box's boundary and the fit is the private fit of the
+    clipped data. Refusing such records instead would itself be a release that
+    depends on the private data (whether some record lies far out), outside
+    the privacy budget, so :meth:`fit` does not. The box itself must keep
+    squared distances and noise scales finite in float64: declared bounds
+    beyond +-1e150 are refused, and so is ``bounds=None`` when the data's
+    range reaches that far (that box would come from the data anyway). The
+    post-processing methods see the raw records: :meth:`transform` and
+    :meth:`predict` compare a record whose squares would overflow with the
+    centres after dividing both by a power of two (exact), so distances and
+    labels are correct and finite for every record whose distance to a
+    centre is finite in float64 (beyond, ``transform`` raises a
+    ``ValueError``). A k-means cost beyond float64's range makes
+    :meth:`score` raise a ``ValueError``; ``inertia_``, a convenience
+    computed after the private fit, is then ``inf``.
 
     Additive error of each model (the multiplicative factor is a constant,
     near the non-private one in practice; shapes, not constants): central
@@ -489,10 +544,10 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
             if np.any(upper <= lower):
                 raise ValueError(f"{name}: bounds must satisfy lower < upper; got {self.bounds!r}.")
         if np.any(np.abs(lower) > _MAX_ABS_BOUND) or np.any(np.abs(upper) > _MAX_ABS_BOUND):
-            raise ValueError(
-                f"{name}: bounds must lie within +-{_MAX_ABS_BOUND:g} (squared distances and noise scales must "
-                f"stay finite); got {self.bounds!r}."
-            )
+            got = (f"bounds=None and the data's range reaches {max(np.abs(lower).max(), np.abs(upper).max()):.3g}, "
+                   "so pass public bounds or rescale X" if self.bounds is None else f"got {self.bounds!r}")
+            raise ValueError(f"{name}: bounds must lie within +-{_MAX_ABS_BOUND:g} (squared distances and noise "
+                             f"scales must stay finite in float64); {got}.")
         return np.stack([lower, upper]).astype(np.float64)
 
     def _check_repeats(self, stream=False):
@@ -886,7 +941,7 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         """
         check_is_fitted(self)
         X = validate_data(self, as_numpy(X), reset=False, dtype=[np.float64, np.float32])
-        return nearest(np.asarray(X, dtype=np.float64), self.cluster_centers_)
+        return assign(np.asarray(X, dtype=np.float64), self.cluster_centers_)[0]
 
     def transform(self, X):
         """Euclidean distances to the centres.
@@ -903,8 +958,14 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         """
         check_is_fitted(self)
         X = validate_data(self, as_numpy(X), reset=False, dtype=[np.float64, np.float32])
-        diff = np.asarray(X, dtype=np.float64)[:, None, :] - self.cluster_centers_[None, :, :]
-        return np.sqrt((diff ** 2).sum(axis=2))
+        X = np.asarray(X, dtype=np.float64)
+        scale, sq = _scaled_sq_distances(X, self.cluster_centers_)
+        with np.errstate(over="ignore"):
+            distances = np.sqrt(sq) * scale[:, None]
+        if not np.all(np.isfinite(distances)):
+            raise ValueError(f"{type(self).__name__}.transform: distances to the centres reach beyond the float64 "
+                             f"range (X holds values up to {np.abs(X).max():.3g}); rescale X.")
+        return distances
 
     def score(self, X, y=None):
         """Opposite of the k-means cost of ``X`` on the centres (higher is better).
@@ -924,5 +985,8 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         check_is_fitted(self)
         X = validate_data(self, as_numpy(X), reset=False, dtype=[np.float64, np.float32])
         X = np.asarray(X, dtype=np.float64)
-        labels = nearest(X, self.cluster_centers_)
-        return -float(((X - self.cluster_centers_[labels]) ** 2).sum())
+        cost = assign(X, self.cluster_centers_)[1]
+        if not math.isfinite(cost):
+            raise ValueError(f"{type(self).__name__}.score: the k-means cost of X is beyond the float64 range (X "
+                             f"holds values up to {np.abs(X).max():.3g}); rescale X.")
+        return -cost

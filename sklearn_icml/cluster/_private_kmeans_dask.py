@@ -33,6 +33,7 @@ from ..privacy._sums import release_group_totals
 from ..privacy._validation import check_box
 from ..utils._dask import aligned_blocks, n_columns, reduce_blocks, sum_combine
 from ._mettu_plaxton import nearest
+from ._private_kmeans import assign
 
 
 def _matrix(block, n_features, name):
@@ -83,8 +84,7 @@ def _costs(block, *, bounds, candidates, **kw):
 
 
 def _inertia(block, *, centers, **kw):
-    X = _matrix(block, **kw)
-    return np.array([float(((X - centers[nearest(X, centers)]) ** 2).sum())])
+    return np.array([assign(_matrix(block, **kw), centers)[1]])
 
 
 def _step_tables(block, *, bounds, geometry, n_levels, **kw):
@@ -93,7 +93,7 @@ def _step_tables(block, *, bounds, geometry, n_levels, **kw):
 
 
 def _block_labels(block, centers):
-    return nearest(np.asarray(block, dtype=np.float64), centers)
+    return assign(np.asarray(block, dtype=np.float64), centers)[0]
 
 
 class _DaskRecords:

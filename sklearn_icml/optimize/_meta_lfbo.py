@@ -26,6 +26,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils._sklearn_private import Interval, StrOptions, _check_sample_weight, _fit_context
 from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device, to_numpy, torch_generator, torch_threads
+from ..utils._validation import check_float32_range, standardization
 from ._lfbo import _lfbo_rows
 from ._tasks import check_task_list, is_task_list, split_by_groups
 
@@ -277,7 +278,12 @@ class MetaLFBOClassifier(ClassifierMixin, BaseEstimator):
       ``validation_scores_`` named as in
       :class:`~sklearn.neural_network.MLPClassifier`.
     * Inputs are standardised: by the earlier tasks' observations after
-      :meth:`meta_fit`, by the (weighted) training data otherwise.
+      :meth:`meta_fit`, by the (weighted) training data otherwise, without
+      overflow up to the float64 limit (when the plain moments overflow they
+      are taken on the inputs divided by their column peaks; a column whose
+      spread is rounding noise gets scale 1). Meta-training with
+      ``dtype="float32"`` refuses inputs beyond float32's range with a
+      ``ValueError``.
     * After :meth:`meta_fit` alone the classifier predicts with the prior
       (``coef_ = 0``): the zero-shot acquisition.
     * Meta-training is a pre-training stage. Like
@@ -446,9 +452,10 @@ class MetaLFBOClassifier(ClassifierMixin, BaseEstimator):
         n_tasks = len(tasks)
 
         X_all = np.concatenate([X_t for X_t, _ in tasks])
-        x_mean = X_all.mean(axis=0)
-        x_scale = X_all.std(axis=0)
-        x_scale[x_scale < 1e-12] = 1.0
+        if self.dtype == "float32":
+            check_float32_range(X_all, name=type(self).__name__, reason="meta-training runs in float32; "
+                                "dtype='float64' standardises any finite X")
+        x_mean, x_scale = standardization(X_all)
 
         data = (X_all,) + _observation_table(tasks, self.gamma, self.weight_type)
         # batch_size counts rows of the likelihood-free training sets; batches are drawn over observations
@@ -541,9 +548,7 @@ class MetaLFBOClassifier(ClassifierMixin, BaseEstimator):
         if meta is None:
             coefs, intercepts, mean_coef, mean_intercept = _init_network(
                 rng, X.shape[1], self.n_hidden, self.n_layers, self.n_features)
-            x_mean = np.average(X, axis=0, weights=sw)
-            x_scale = np.sqrt(np.average((X - x_mean) ** 2, axis=0, weights=sw))
-            x_scale[x_scale < 1e-12] = 1.0
+            x_mean, x_scale = standardization(X, sample_weight=sw)
             # random features, no learned mean: the head alone carries the task
             state = dict(coefs=coefs, intercepts=intercepts, mean_coef=np.zeros(self.n_features),
                          mean_intercept=0.0, x_mean=x_mean, x_scale=x_scale, task_embeddings=np.empty(

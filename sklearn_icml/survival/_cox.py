@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, to_numpy, to_tensor, torch_generator, torch_threads
 from ..utils._training import TRAINING_PARAMETER_CONSTRAINTS
+from ..utils._validation import standardization
 from ._base import SurvivalMixin, breslow_baseline, check_times, cox_batch_loss, survival_from_baseline
 
 __all__ = ["CoxSurvival"]
@@ -119,7 +120,8 @@ class CoxSurvival(SurvivalMixin, BaseEstimator):
     mean_ : ndarray of shape (n_features,)
         Training means, removed before the network.
     scale_ : ndarray of shape (n_features,)
-        Training standard deviations (1 for constant features).
+        Training standard deviations (1 for constant features, whose spread
+        is rounding noise).
     event_times_ : ndarray of shape (n_event_times,)
         Distinct training times with at least one event.
     cum_baseline_hazard_ : ndarray of shape (n_event_times,)
@@ -161,7 +163,11 @@ class CoxSurvival(SurvivalMixin, BaseEstimator):
     raised when ``max_iter`` is reached. ``predict`` returns the log-risk
     ``eta(x)``; ``exp(eta)`` (what MMP reports) ranks the samples the same way.
     With Adam, a mini-batch without events contributes no likelihood term
-    (its step carries only the penalty and Adam's momentum).
+    (its step carries only the penalty and Adam's momentum). The features
+    are standardised without overflow up to the float64 limit (when the
+    plain moments overflow they are taken on the features divided by their
+    column peaks), so features of magnitude 1e300 give the model of the same
+    features divided by 1e300.
 
     References
     ----------
@@ -264,9 +270,7 @@ class CoxSurvival(SurvivalMixin, BaseEstimator):
         generator = torch_generator(self.random_state)
 
         X = X.astype(np.float64)
-        self.mean_ = X.mean(axis=0)
-        scale = X.std(axis=0)
-        scale[scale == 0] = 1.0
+        self.mean_, scale = standardization(X)
         self.scale_ = scale
         n, p = X.shape
         with torch_threads():

@@ -6,6 +6,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils._sklearn_private import StrOptions, _fit_context
 from ..utils._torch import as_numpy
+from ..utils._validation import standardization
 from ._bags import input_feature_names
 
 __all__ = ["PathwayEncoder"]
@@ -53,8 +54,8 @@ class PathwayEncoder(TransformerMixin, BaseEstimator):
     mean_ : ndarray of shape (n_features,)
         Training means of the genes.
     scale_ : ndarray of shape (n_features,)
-        Training standard deviations (1 for constant genes, or all ones when
-        ``standardize=False``).
+        Training standard deviations (1 for constant genes, whose spread is
+        rounding noise, or all ones when ``standardize=False``).
     components_ : list of ndarray
         First principal direction of each pathway (``summary="pca1"`` only).
     n_features_in_ : int
@@ -75,6 +76,9 @@ class PathwayEncoder(TransformerMixin, BaseEstimator):
     layout. The "mean" and "pca1" summaries are our low-dimensional
     alternatives for linear heads on small cohorts. With
     ``standardize=False`` the "pca1" summary still centres the genes.
+    Expression values up to the float64 limit (1e300, say) are standardised
+    without overflow: when the plain moments overflow they are taken on the
+    genes divided by their peaks.
 
     References
     ----------
@@ -162,11 +166,8 @@ class PathwayEncoder(TransformerMixin, BaseEstimator):
         self.pathway_names_, self.pathway_indices_ = self._resolve(X.shape[1])
         self.pathway_sizes_ = np.array([len(i) for i in self.pathway_indices_], dtype=np.int64)
         X = X.astype(np.float64)
-        self.mean_ = X.mean(axis=0)
-        if self.standardize:
-            scale = X.std(axis=0)
-            scale[scale == 0] = 1.0
-        else:
+        self.mean_, scale = standardization(X)
+        if not self.standardize:
             scale = np.ones(X.shape[1])
         self.scale_ = scale
         if self.summary == "pca1":

@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..utils._random import draw_seed
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import DEVICE_CONSTRAINT, resolve_device, to_numpy, to_tensor, torch_threads
+from ..utils._validation import check_value_range, square_safe_max
 from ._bags import input_feature_names, padded_batch, validate_bags
 
 __all__ = ["PrototypeEncoder"]
@@ -147,6 +148,12 @@ class PrototypeEncoder(TransformerMixin, BaseEstimator):
     better input for a linear head on a small cohort: "allcat" has
     ``K (1 + 2d)`` columns.
 
+    The tokens' variances are second moments of the instances, so instance
+    features must be small enough for their squares to be finite in the bags'
+    dtype: up to about 1e151 in float64 and 1e16 in float32. Larger values
+    are refused with a ``ValueError`` in :meth:`fit` and :meth:`transform`
+    (rescale the features, and ``var_init`` with them).
+
     References
     ----------
     .. [1] Song, A. H., Chen, R. J., Jaume, G., Vaidya, A. J., Baras, A. S. and
@@ -215,7 +222,7 @@ class PrototypeEncoder(TransformerMixin, BaseEstimator):
             Fitted transformer.
         """
         self.device_ = resolve_device(self.device).type
-        bags = validate_bags(self, X, reset=True, ensure_min_bags=1)
+        bags = self._validate(X, reset=True)
         name = type(self).__name__
         flat = bags.flat
         n_instances = flat.shape[0]
@@ -239,6 +246,14 @@ class PrototypeEncoder(TransformerMixin, BaseEstimator):
         if self.verbose:
             print(f"[{name}] K-means on {sample.shape[0]} instances: inertia {km.inertia_:.4g}")
         return self
+
+    def _validate(self, X, reset):
+        """The bags, refused when their squares would overflow the float dtype the EM runs in."""
+        bags = validate_bags(self, X, reset=reset, ensure_min_bags=1)
+        dtype = bags.flat.dtype
+        check_value_range(bags.flat, name=type(self).__name__, limit=square_safe_max(dtype),
+                          reason=f"K-means and the MAP-EM form squares of the instance features, in {dtype}")
+        return bags
 
     def _encode(self, bags):
         import torch
@@ -285,7 +300,7 @@ class PrototypeEncoder(TransformerMixin, BaseEstimator):
             ``[pi_k, mu_k]`` (``1 + d``) or ``pi_k`` (1), in the bags' float dtype.
         """
         check_is_fitted(self)
-        return self._encode(validate_bags(self, X, reset=False))
+        return self._encode(self._validate(X, reset=False))
 
     def get_feature_names_out(self, input_features=None):
         """Output names: ``proto<k>_pi``, ``proto<k>_mu<j>``, ``proto<k>_var<j>``.

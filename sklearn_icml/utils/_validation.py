@@ -2,17 +2,61 @@
 
 import numpy as np
 
-__all__ = ["FLOAT32_SAFE_MAX", "check_float32_range", "standardization"]
+__all__ = ["FLOAT32_SAFE_MAX", "check_float32_range", "check_value_range", "square_safe_max", "standardization"]
 
 #: Largest magnitude accepted by estimators that compute in float32: float32's maximum with three orders of
 #: magnitude to spare for the sums, squares and products a network or a norm forms on the way.
 FLOAT32_SAFE_MAX = float(np.finfo(np.float32).max) / 1e3
 
 
+def square_safe_max(dtype=np.float64):
+    """Largest magnitude whose squares stay finite in ``dtype``, with six orders of magnitude to spare.
+
+    ``sqrt(finfo(dtype).max) / 1e3``: about 1.3e151 for float64 and 1.8e16 for
+    float32. Squares of such values, and sums of a hundred thousand of them
+    (second moments, squared distances), are still finite.
+
+    Parameters
+    ----------
+    dtype : dtype, default=np.float64
+        The floating dtype of the computation.
+
+    Returns
+    -------
+    float
+    """
+    return float(np.sqrt(np.finfo(dtype).max)) / 1e3
+
+
+def check_value_range(*arrays, name, limit, labels=("X",), reason):
+    """Raise a ValueError naming the estimator when an array holds a value beyond ``limit`` in magnitude.
+
+    NaN entries are ignored (estimators that allow NaN check them themselves).
+
+    Parameters
+    ----------
+    *arrays : ndarray
+        The arrays to check (numeric).
+    name : str
+        The estimator's name, for the message.
+    limit : float
+        Largest magnitude accepted.
+    labels : sequence of str, default=("X",)
+        One label per array, for the message.
+    reason : str
+        Why the limit applies.
+    """
+    for label, a in zip(labels, arrays, strict=True):
+        a = np.asarray(a)
+        if a.size and np.nanmax(np.abs(a), initial=0.0) > limit:
+            raise ValueError(f"{name}: {label} holds values up to {np.nanmax(np.abs(a)):.3g}, beyond "
+                             f"{limit:.3g} in magnitude ({reason}); rescale it.")
+
+
 def check_float32_range(*arrays, name, labels=("X",), reason="it computes in float32"):
     """Raise a ValueError naming the estimator when an array holds a value beyond :data:`FLOAT32_SAFE_MAX`.
 
-    NaN entries are ignored (estimators that allow NaN check them themselves).
+    :func:`check_value_range` with ``limit=FLOAT32_SAFE_MAX``.
 
     Parameters
     ----------
@@ -25,14 +69,10 @@ def check_float32_range(*arrays, name, labels=("X",), reason="it computes in flo
     reason : str, default="it computes in float32"
         Why the limit applies.
     """
-    for label, a in zip(labels, arrays, strict=True):
-        a = np.asarray(a)
-        if a.size and np.nanmax(np.abs(a), initial=0.0) > FLOAT32_SAFE_MAX:
-            raise ValueError(f"{name}: {label} holds values up to {np.nanmax(np.abs(a)):.3g}, beyond "
-                             f"{FLOAT32_SAFE_MAX:.3g} in magnitude ({reason}); rescale it.")
+    check_value_range(*arrays, name=name, limit=FLOAT32_SAFE_MAX, labels=labels, reason=reason)
 
 
-def standardization(X):
+def standardization(X, sample_weight=None):
     """Column means and scales of ``X`` for z-scores; a constant column gets scale 1.
 
     Values near the float64 limit do not overflow: when the plain moments are
@@ -44,18 +84,27 @@ def standardization(X):
     ----------
     X : ndarray of shape (n_samples, n_features)
         Finite float data.
+    sample_weight : ndarray of shape (n_samples,), default=None
+        Non-negative weights (not all zero) of the rows in the mean and the
+        variance; None weighs every row alike.
 
     Returns
     -------
     mean, scale : ndarray of shape (n_features,)
-        ``(X - mean) / scale`` has unit variance in every non-constant column.
+        ``(X - mean) / scale`` has unit (weighted) variance in every
+        non-constant column.
     """
+    def moments(A):
+        if sample_weight is None:
+            return A.mean(axis=0), A.std(axis=0)
+        m = np.average(A, axis=0, weights=sample_weight)
+        return m, np.sqrt(np.average((A - m) ** 2, axis=0, weights=sample_weight))
+
     with np.errstate(over="ignore", invalid="ignore"):
-        mean, std = X.mean(axis=0), X.std(axis=0)
+        mean, std = moments(X)
     if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(std))):
         peak = np.abs(X).max(axis=0)
         peak = np.where(peak > 0, peak, 1.0)
-        unit = X / peak
-        mean, std = peak * unit.mean(axis=0), peak * unit.std(axis=0)
+        mean, std = (peak * m for m in moments(X / peak))
     scale = np.where(std > 1e-12 * np.abs(mean), std, 1.0)
     return mean, scale

@@ -280,6 +280,35 @@ def test_bad_bounds_are_refused(bounds, match):
         PrivateKMeans(2, bounds=bounds).fit(np.random.rand(20, 2))
 
 
+def test_records_far_outside_the_box_are_clipped_in_fit_and_measured_exactly_after():
+    X, _ = make_blobs(300, centers=3, random_state=0)
+    X *= 5e148  # the box below is the widest accepted; records beyond 1.3e151 cannot be squared in float64
+    far = X.copy()
+    far[:20] *= 1e3
+    far[20] = [1.7e308, -5.0]
+    bounds = (-1e150, 1e150)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's overflow warnings included
+        km = PrivateKMeans(3, bounds=bounds, random_state=0).fit(far)
+        distances, labels = km.transform(far), km.predict(far)
+    # clipping is the mechanism: the private fit is the fit of the clipped records
+    clipped = PrivateKMeans(3, bounds=bounds, random_state=0).fit(np.clip(far, *bounds))
+    np.testing.assert_array_equal(km.cluster_centers_, clipped.cluster_centers_)
+    exact = np.array([[math.hypot(*(x - c)) for c in km.cluster_centers_] for x in far])
+    np.testing.assert_allclose(distances, exact, rtol=1e-13)
+    np.testing.assert_array_equal(labels, exact.argmin(axis=1))
+    np.testing.assert_array_equal(km.labels_, labels)
+    assert km.inertia_ == np.inf  # (1.7e308)**2: the cost is beyond float64, documented
+    with pytest.raises(ValueError, match="PrivateKMeans.score: the k-means cost of X is beyond the float64"):
+        km.score(far)
+    with pytest.raises(ValueError, match="PrivateKMeans.transform: distances .* beyond the float64 range"):
+        km.transform(np.full((1, 2), 1.7e308))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        with pytest.raises(ValueError, match=r"bounds=None and the data's range reaches 1.7e\+308"):
+            PrivateKMeans(3).fit(far)
+
+
 @pytest.mark.parametrize("split", [(1, 1), (1, -1, 1), (0, 0, 0)])
 def test_bad_budget_split_is_refused(split):
     with pytest.raises(ValueError, match="PrivateKMeans: budget_split"):

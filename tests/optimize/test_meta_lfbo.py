@@ -1,5 +1,7 @@
 """MetaLFBOClassifier: meta-training, the Laplace head, Thompson draws, and the estimator contract."""
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.optimize import minimize
@@ -91,6 +93,20 @@ def test_string_labels_and_sample_weight_equal_to_repetition():
     weighted = MetaLFBOClassifier(**SMALL).fit(X, y, sample_weight=w)
     repeated = MetaLFBOClassifier(**SMALL).fit(np.repeat(X, w, axis=0), np.repeat(y, w))
     np.testing.assert_allclose(weighted.predict_proba(X), repeated.predict_proba(X), rtol=1e-7)
+
+
+def test_inputs_of_magnitude_1e300_are_standardised_like_any_other():
+    X, y = _binary(n=40)
+    ref = MetaLFBOClassifier(**SMALL).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no overflow on the way
+        huge = MetaLFBOClassifier(**SMALL).fit(X * 1e300, y)
+        proba = huge.predict_proba(X * 1e300)
+    np.testing.assert_allclose(proba, ref.predict_proba(X), rtol=1e-10)
+    rng = np.random.RandomState(0)
+    tasks = [(rng.uniform(size=(10, 2)) * 1e300, rng.normal(size=10)) for _ in range(2)]
+    with pytest.raises(ValueError, match=r"MetaLFBOClassifier: X holds values up to .*float32"):
+        MetaLFBOClassifier(**SMALL, dtype="float32").meta_fit(tasks)
 
 
 def test_meta_fit_is_reproducible_and_learns_the_family(device, forrester_meta):

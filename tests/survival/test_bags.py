@@ -1,5 +1,7 @@
 """Bag input forms, BagPooler, PathwayEncoder, and their composition with ColumnTransformer."""
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.compose import ColumnTransformer
@@ -91,6 +93,17 @@ def test_pathway_encoder_mean_pca_none():
     assert abs(np.corrcoef(score, Z[:, :3] @ vt[0])[0, 1]) == pytest.approx(1.0)
     assert np.var(score) == pytest.approx(s[0] ** 2 / 50)
     assert np.corrcoef(score, Z[:, :3].mean(1))[0, 1] > 0  # sign follows the pathway mean
+
+
+@pytest.mark.parametrize("summary", ["mean", "pca1", "none"])
+def test_pathway_encoder_z_scores_do_not_see_a_1e300_unit(summary):
+    X = np.random.RandomState(0).normal(size=(30, 5)) * [1, 2, 3, 4, 5]
+    pathways = {"a": [0, 1, 2], "b": [2, 3, 4]}
+    ref = PathwayEncoder(pathways, summary=summary).fit(X).transform(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no overflow on the way
+        out = PathwayEncoder(pathways, summary=summary).fit(X * 1e300).transform(X * 1e300)
+    np.testing.assert_allclose(out, ref, rtol=1e-10, atol=1e-12)
 
 
 def test_pathway_encoder_gene_names_and_missing_genes():

@@ -84,6 +84,18 @@ def test_mlp_learns_what_a_linear_model_cannot():
                                   CoxSurvival((16,), random_state=0, max_iter=20).fit(X, y).predict(X))
 
 
+def test_features_of_magnitude_1e300_give_the_rescaled_model():
+    # the partial likelihood of (c X, w / c) is that of (X, w): same log-risks, coefficients divided by c
+    X, y = _data(n=60)
+    ref = CoxSurvival().fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no overflow on the way
+        huge = CoxSurvival().fit(X * 1e300, y)
+        risk = huge.predict(X * 1e300)
+    np.testing.assert_allclose(huge.coef_ * 1e300, ref.coef_, rtol=1e-6)
+    np.testing.assert_allclose(risk, ref.predict(X), rtol=1e-6, atol=1e-8)
+
+
 def test_penalty_shrinks_and_separable_data_warn():
     X, y = _data()
     free = CoxSurvival().fit(X, y).coef_

@@ -99,6 +99,11 @@ def test_errors():
         enc.transform([np.ones((3, 5))])
     with pytest.raises(ValueError, match="empty"):
         enc.transform([np.ones((3, 4)), np.ones((0, 4))])
+    # the tokens' variances are second moments: instances whose squares overflow the bags' dtype are refused
+    with pytest.raises(ValueError, match=r"PrototypeEncoder: X holds values up to 1e\+300.*squares"):
+        PrototypeEncoder(2).fit([np.ones((3, 4)), np.full((2, 4), 1e300)])
+    with pytest.raises(ValueError, match=r"PrototypeEncoder: X holds values up to 1e\+17.*float32"):
+        enc.transform([np.full((3, 4), 1e17, dtype=np.float32)])
 
 
 def test_device_parity(device):

@@ -1,10 +1,16 @@
-"""Shared input checks: the float32 range and the overflow-safe standardisation."""
+"""Shared input checks: the float32 and square-safe ranges and the overflow-safe standardisation."""
 
 import numpy as np
 import pytest
 from sklearn.preprocessing import StandardScaler
 
-from sklearn_icml.utils._validation import FLOAT32_SAFE_MAX, check_float32_range, standardization
+from sklearn_icml.utils._validation import (
+    FLOAT32_SAFE_MAX,
+    check_float32_range,
+    check_value_range,
+    square_safe_max,
+    standardization,
+)
 
 
 def test_standardization_matches_standard_scaler_and_keeps_constant_columns():
@@ -36,3 +42,23 @@ def test_float32_range_names_the_estimator_and_the_array():
     with pytest.raises(ValueError, match=r"Est: y holds values up to 1e\+37"):
         check_float32_range(np.ones(2), np.array([1e37]), name="Est", labels=("X", "y"))
     assert FLOAT32_SAFE_MAX < np.finfo(np.float32).max
+
+
+def test_weighted_standardization_equals_repeated_rows_at_any_scale():
+    X = np.random.RandomState(3).normal(2.0, 3.0, size=(25, 3))
+    w = np.random.RandomState(4).randint(1, 5, size=25)
+    ref_mean, ref_scale = standardization(np.repeat(X, w, axis=0))
+    for factor in (1.0, 1e300):  # X * 1e300: the weighted moments would overflow without the peak rescaling
+        mean, scale = standardization(X * factor, sample_weight=w.astype(float))
+        np.testing.assert_allclose(mean / factor, ref_mean, rtol=1e-12)
+        np.testing.assert_allclose(scale / factor, ref_scale, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_square_safe_values_square_and_sum_without_overflow(dtype):
+    limit = square_safe_max(dtype)
+    assert np.isfinite(np.sum(np.full(10 ** 5, limit, dtype=np.float64).astype(dtype) ** 2, dtype=dtype))
+    assert limit * 1e4 > np.sqrt(np.finfo(dtype).max)  # and it is not needlessly small
+    check_value_range(np.array([limit, np.nan]), name="Est", limit=limit, reason="why")
+    with pytest.raises(ValueError, match=r"Est: X holds values up to .* \(squares\); rescale it"):
+        check_value_range(np.array([2 * limit]), name="Est", limit=limit, reason="squares")
