@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..utils._random import SEED_MAX
+from ._h_components import HComponents
 from ._signed_graph import agreement_state, components
 from ._vertex_stream import StreamState
 
@@ -51,6 +52,7 @@ class DynamicAgreement(StreamState):
         self.d0 = []  # degree at the last evaluation
         self.links = []  # anchors this vertex is linked to in H
         self.anchor_nbrs = []  # anchors known to be adjacent
+        self.h = HComponents(self)  # the components of H, kept along the stream
 
     # -- sizes and sampling rates ----------------------------------------------------------------
     def _samples(self):
@@ -110,6 +112,7 @@ class DynamicAgreement(StreamState):
             keep = (np.arange(len(s)) - first) < cap
             s, d = s[keep], d[keep]
         self.links = _group_sets(n, s, d)
+        self.h.load()
         self._labels = None
 
     # -- ProbabilisticAgreement, Heavy, Anchor, Connect, Notify ----------------------------------
@@ -175,14 +178,16 @@ class DynamicAgreement(StreamState):
             self.graph.n_queries += d  # the new anchor lists itself at its neighbours
             for u in self.graph.nbrs[v]:
                 self.anchor_nbrs[u].add(v)
-        self.anchor[v] = want
+        if want != self.anchor[v]:
+            self.anchor[v] = want
+            self.h.anchor_changed(v)
 
     def _connect(self, v, d, tested):
         """Connect(v): link v to agreeing anchors among at most n_samples candidates."""
         g = self.graph
         if self.exact:
             g.n_queries += d
-            self.links[v] = {u for u in g.nbrs[v] if self.anchor[u] and self._agree(v, u, d)}
+            self._set_links(v, {u for u in g.nbrs[v] if self.anchor[u] and self._agree(v, u, d)})
             return
         s = self._samples()
         links = set()
@@ -216,7 +221,13 @@ class DynamicAgreement(StreamState):
         for a in candidates:
             if self._agree(v, a, d):
                 links.add(a)
+        self._set_links(v, links)
+
+    def _set_links(self, v, links):
+        old = self.links[v]
         self.links[v] = links
+        if links != old:
+            self.h.links_changed(v, old)
 
     def _evaluate(self, v):
         """Heavy, Anchor and Connect for one vertex (sampled mode)."""
@@ -284,6 +295,7 @@ class DynamicAgreement(StreamState):
         self.d0.append(len(nbrs))
         self.links.append(set())
         self.anchor_nbrs.append(set())
+        self.h.add_vertex()
         self.n_updates += 1
         self._labels = None
         if self.exact:
@@ -296,10 +308,12 @@ class DynamicAgreement(StreamState):
     def delete(self, v):
         """Delete the alive vertex ``v``."""
         nbrs = self.graph.remove(v)
+        old_links = self.links[v]
         self.links[v] = set()
         self.anchor_nbrs[v] = set()
         self.anchor[v] = False
         self.heavy[v] = False
+        self.h.vertex_deleted(v, old_links)
         self.n_updates += 1
         self._labels = None
         if self.exact:
@@ -309,7 +323,11 @@ class DynamicAgreement(StreamState):
 
     # -- output ----------------------------------------------------------------------------------
     def _compute_labels(self):
-        """Connected components of H over the alive vertices; -1 for deleted ids."""
+        """Connected components of H over the alive vertices; -1 for deleted ids (kept by ``self.h``)."""
+        return self.h.labels()
+
+    def labels_from_scratch(self):
+        """The same labels recomputed from the links in O(n + |H|): the oracle of the kept components."""
         g = self.graph
         n_seen = g.n_seen
         labels = np.full(n_seen, -1, dtype=np.int64)

@@ -108,8 +108,10 @@ class DynamicCorrelationClustering(_SignedGraphMixin, ClusterMixin, BaseEstimato
     Attributes
     ----------
     labels_ : ndarray of shape (n_seen,)
-        Cluster of every vertex id inserted so far, ``-1`` for deleted ones;
-        computed from ``H`` on access, O(n polylog n).
+        Cluster of every vertex id inserted so far, ``-1`` for deleted ones.
+        The components of ``H`` are kept along the stream (a change costs
+        work in proportion to the links it touches); a read is one vectorised
+        pass that numbers them.
     node_ids_ : ndarray of shape (n_alive,)
         Ids of the alive vertices, increasing.
     n_clusters_ : int

@@ -328,3 +328,25 @@ def test_online_pivot_is_pivot_in_arrival_order_and_costs_one_listing_per_insert
         assert p == v or (state.pivot_of[p] == p and p in state.graph.pos[v])
     fit = DynamicCorrelationClustering(method="pivot", affinity="precomputed").fit(Ap)
     np.testing.assert_array_equal(fit.labels_, pivot_labels(Ap, None, rank=np.arange(300)))
+
+
+@pytest.mark.parametrize("exact", [False, True], ids=["sampled", "exact"])
+def test_kept_components_equal_a_recomputation_along_a_stream(exact):
+    """labels_ comes from components kept along the stream; recomputing them from the links is the oracle."""
+    n = 80 if exact else 200
+    Ap, _, events = _stream_graph(n, 4, 0.8, 0.03, seed=1, delete_every=3)
+    est = DynamicCorrelationClustering(affinity="precomputed", exact=exact, random_state=1)
+    for step, (kind, v) in enumerate(events):
+        _apply(est, Ap, kind, v)
+        if step % 4 == 0:
+            np.testing.assert_array_equal(est.labels_, est._state.labels_from_scratch())
+    sizes = np.bincount(est.labels_[est.labels_ >= 0])
+    assert (sizes >= 5).sum() >= 2  # real clusters, not only singletons
+    # a bulk load followed by updates
+    n0 = n // 2
+    est = DynamicCorrelationClustering(affinity="precomputed", exact=exact, random_state=1).fit(Ap[:n0, :n0])
+    for v in range(n0, n):
+        est.partial_fit(Ap[[v], : v + 1])
+        if v % 3 == 0:
+            est.delete_random()
+            np.testing.assert_array_equal(est.labels_, est._state.labels_from_scratch())
