@@ -21,6 +21,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..utils._classifier import BinaryDecisionMixin
 from ..utils._repr import summarized_repr
 from ..utils._sklearn_private import Interval, _fit_context
 from ..utils._torch import as_numpy
@@ -30,7 +31,7 @@ from ._links import get_link
 __all__ = []
 
 
-class _BaseAgent(ClassifierMixin, BaseEstimator):
+class _BaseAgent(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
     """Base class of the agents (not public): subclasses implement the policy hooks."""
 
     _parameter_constraints = {
@@ -235,39 +236,10 @@ class _BaseAgent(ClassifierMixin, BaseEstimator):
         z = X.astype(np.float64) @ self.coef_
         return np.clip(z, -0.5, 0.5) if self._rows_link() == "linear" else z
 
-    def predict_proba(self, X):
-        """Estimated probabilities of the two outcomes of each duel.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_duels, n_features)
-            Duel rows (see :meth:`duel_rows`).
-
-        Returns
-        -------
-        proba : ndarray of shape (n_duels, 2)
-            Column 1 is the estimated ``P(first item wins) = mu(phi . theta_hat)``.
-        """
+    def _decision_to_proba(self, decision):
+        """Estimated ``P(first item wins) = mu(phi . theta_hat)`` (``1/2 + z`` for the linear link)."""
         link = self._rows_link()
-        z = self.decision_function(X)
-        p = 0.5 + z if link == "linear" else get_link(link).proba(z)
-        return np.column_stack([1.0 - p, p])
-
-    def predict(self, X):
-        """The more likely outcome of each duel.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_duels, n_features)
-            Duel rows (see :meth:`duel_rows`).
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_duels,)
-            ``classes_[1]`` where the first item is predicted to win.
-        """
-        won = self.decision_function(X) > 0
-        return self.classes_[won.astype(int)]
+        return 0.5 + decision if link == "linear" else get_link(link).proba(decision)
 
     def score(self, X, y, sample_weight=None):
         """Accuracy of the predicted duel outcomes on duel rows.
@@ -396,12 +368,6 @@ class _BaseAgent(ClassifierMixin, BaseEstimator):
 
     def _uniform_pairs(self, n):
         return self.random_state_.randint(self.n_items_, size=(n, 2))
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        return tags
-
 
 class _FeatureAgent(_BaseAgent):
     """An agent that knows the pair features of its items."""

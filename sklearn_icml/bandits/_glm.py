@@ -10,6 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..utils._classifier import BinaryDecisionMixin
 from ..utils._sklearn_private import Interval, StrOptions, _check_sample_weight, _fit_context
 from ..utils._torch import as_numpy
 from ._links import LINKS, get_link
@@ -76,7 +77,7 @@ def fit_glm(X, y, sample_weight=None, *, link="logistic", alpha=0.0, max_iter=10
     return theta, max_iter, False
 
 
-class PairwiseGLMClassifier(ClassifierMixin, BaseEstimator):
+class PairwiseGLMClassifier(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
     """Generalized linear model of ``P(i beats j)`` from pair features.
 
     Each sample is one duel: the row of ``X`` holds the pair feature
@@ -233,40 +234,6 @@ class PairwiseGLMClassifier(ClassifierMixin, BaseEstimator):
         X = validate_data(self, as_numpy(X), reset=False, dtype=[np.float64, np.float32])
         return X.astype(np.float64) @ self.coef_[0]
 
-    def predict_proba(self, X):
-        """Estimate the probabilities of the two outcomes of each duel.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_duels, n_features)
-            Pair features.
-
-        Returns
-        -------
-        proba : ndarray of shape (n_duels, 2)
-            Column 1 is ``P(first item wins) = mu(phi_ij . theta_hat)``.
-        """
-        check_is_fitted(self)
-        p = get_link(self.link).proba(self.decision_function(X))
-        return np.column_stack([1.0 - p, p])
-
-    def predict(self, X):
-        """The more likely outcome of each duel.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_duels, n_features)
-            Pair features.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_duels,)
-            ``classes_[1]`` where the first item is predicted to win.
-        """
-        check_is_fitted(self)
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        return tags
+    def _decision_to_proba(self, decision):
+        """``P(first item wins) = mu(phi_ij . theta_hat)``: the link's mean function."""
+        return get_link(self.link).proba(decision)

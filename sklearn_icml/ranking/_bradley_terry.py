@@ -13,6 +13,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..utils._classifier import BinaryDecisionMixin
 from ..utils._dask import any_dask, dask_client
 from ..utils._random import draw_seeds
 from ..utils._sklearn_private import Interval, StrOptions, _check_sample_weight, _fit_context
@@ -53,7 +54,7 @@ def _check_unknown(name, codes, ids, handle_unknown):
         warnings.warn(msg, UserWarning, stacklevel=3)
 
 
-class BradleyTerryRanker(ClassifierMixin, BaseEstimator):
+class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
     """Bradley-Terry ratings from pairwise battles, with sandwich or bootstrap intervals.
 
     Read more in the :ref:`User Guide <ranking>`.
@@ -210,7 +211,8 @@ class BradleyTerryRanker(ClassifierMixin, BaseEstimator):
 
     Assumptions written here because the paper leaves them open: ties count as
     half a win in the likelihood and in the sandwich meat (FastChat's
-    convention; arena-rank does the same); the sandwich uses the uncentred
+    convention; arena-rank does the same), so with ``ties="half"`` the
+    probability of a win from :meth:`predict_proba` is the expected score; the sandwich uses the uncentred
     score outer products; the bootstrap keeps the point estimate of the full
     fit as the rating (never the bootstrap median) and bootstrap resamples
     whose MLE does not exist (``alpha=0``) are left out with a warning; the
@@ -504,41 +506,6 @@ class BradleyTerryRanker(ClassifierMixin, BaseEstimator):
             eta = eta + Z @ self.covariate_coef_
         return eta if self.first_wins_label_ == self.classes_[1] else -eta
 
-    def predict_proba(self, X):
-        """Probability of each outcome class.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_battles, 2 + n_covariates)
-            Battles, as in :meth:`fit`.
-
-        Returns
-        -------
-        proba : ndarray of shape (n_battles, 2)
-            Columns follow ``classes_``. With ``ties="half"`` the probability
-            of a win is the expected score (a tie counting half).
-        """
-        check_is_fitted(self)
-        p = 1.0 / (1.0 + np.exp(-self.decision_function(X)))
-        return np.column_stack([1.0 - p, p])
-
-    def predict(self, X):
-        """Most likely outcome of each battle.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_battles, 2 + n_covariates)
-            Battles, as in :meth:`fit`.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_battles,)
-            ``classes_[1]`` where the decision function is positive, else
-            ``classes_[0]``.
-        """
-        check_is_fitted(self)
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]
-
     def leaderboard(self, as_frame=False):
         """The ratings table, best first.
 
@@ -574,5 +541,4 @@ class BradleyTerryRanker(ClassifierMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.string = True
         tags.input_tags.categorical = True
-        tags.classifier_tags.multi_class = False
         return tags

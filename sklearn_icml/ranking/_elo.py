@@ -8,6 +8,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..utils._classifier import BinaryDecisionMixin
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import as_numpy
 from ._battles import (
@@ -45,7 +46,7 @@ def _elo_pass(ratings, a, b, score, k, scale, base):
     return np.asarray(r, dtype=np.float64)
 
 
-class EloRater(ClassifierMixin, BaseEstimator):
+class EloRater(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
     """Online Elo ratings from a stream of pairwise battles.
 
     Read more in the :ref:`User Guide <ranking>`.
@@ -268,42 +269,8 @@ class EloRater(ClassifierMixin, BaseEstimator):
         eta = np.log(self.base) * (r[codes[:, 0]] - r[codes[:, 1]]) / self.scale
         return eta if self.first_wins_label_ == self.classes_[1] else -eta
 
-    def predict_proba(self, X):
-        """Elo-expected probability of each outcome class.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_battles, 2 + n_covariates)
-            Battles.
-
-        Returns
-        -------
-        proba : ndarray of shape (n_battles, 2)
-            Columns follow ``classes_``.
-        """
-        check_is_fitted(self)
-        p = 1.0 / (1.0 + np.exp(-self.decision_function(X)))
-        return np.column_stack([1.0 - p, p])
-
-    def predict(self, X):
-        """Outcome favoured by the current ratings.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_battles, 2 + n_covariates)
-            Battles.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_battles,)
-            ``classes_[1]`` where the decision function is positive, else ``classes_[0]``.
-        """
-        check_is_fitted(self)
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.string = True
         tags.input_tags.categorical = True
-        tags.classifier_tags.multi_class = False
         return tags
