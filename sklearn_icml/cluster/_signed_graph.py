@@ -51,11 +51,25 @@ def plus_rows(M, threshold, *, symmetric=False):
     else:
         P = sp.csr_array(np.asarray(M) > threshold)
     if symmetric:
-        P = sp.csr_array(P + P.T)
-        P.setdiag(False)
-        P.eliminate_zeros()
+        P = _without_diagonal(sp.csr_array(P + P.T))
     P.sort_indices()
-    return P.astype(bool)
+    return P.astype(bool, copy=False)
+
+
+def _without_diagonal(P):
+    """``P`` (square CSR) with its diagonal entries dropped, by one mask over the stored entries.
+
+    (``setdiag(False)`` followed by ``eliminate_zeros`` gives the same matrix in
+    several times the time: scipy rebuilds the structure to store the zeros.)
+    """
+    n = P.shape[0]
+    rows = np.repeat(np.arange(n, dtype=P.indices.dtype), np.diff(P.indptr))
+    keep = P.indices != rows
+    if keep.all():
+        return P
+    indptr = np.zeros(n + 1, dtype=P.indptr.dtype)
+    np.cumsum(np.bincount(rows[keep], minlength=n), out=indptr[1:])
+    return sp.csr_array((P.data[keep], P.indices[keep], indptr), shape=P.shape)
 
 
 def feature_graph(nn, X, affinity, threshold, n_neighbors, kth_distance=None, *, self_graph):
