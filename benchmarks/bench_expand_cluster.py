@@ -2,7 +2,8 @@
 
 Teacher: a 6-5-1 tanh network (weights N(0, 1), biases N(0, 0.3^2), drawn once per seed), 2000 Gaussian
 probes for training and 5000 for testing. ``ExpandAndCluster`` trains N = 10 students of width 10 (rho = 2)
-with its defaults (3000 Adam steps, gamma = 0.8 counted in students, beta = pi/6, float64 polish, pruning).
+with its defaults (3000 Adam steps, then a joint float64 L-BFGS polish of the students to near-zero loss,
+gamma = 0.8 counted in students, beta = pi/6, float64 polish of the recovered network, pruning).
 
 1. Recovery: the recovered width, the smallest alignment ``|cos|`` of a teacher unit to a recovered unit
    (``unit_alignment``), and the test MSE against scikit-learn's ``MLPRegressor(hidden_layer_sizes=(5,),
@@ -11,7 +12,8 @@ with its defaults (3000 Adam steps, gamma = 0.8 counted in students, beta = pi/6
    test MSE <= 10x the right-sized MLPRegressor's and < 0.1x the over-parameterised one's (every seed).
 2. Cost: the ten batched students against one student trained alone (same width and steps). Bar: <= 3x.
 3. Rows without a bar (``--extras``): the official rule (``count="units", gamma=0.5``), ``prune=False``,
-   rho = 4, a ReLU teacher, a 6-5-4-1 tanh teacher, 1 % output noise.
+   rho = 4, a ReLU teacher, a 6-5-4-1 tanh teacher, 1 % output noise; ``--extras-seeds K`` runs them on the
+   first K seeds only (each costs minutes per seed on a loaded 2-core box).
 4. GPU rows (``--digits``): a 64-32-10 ReLU MLPRegressor trained on scikit-learn's digits (one-hot targets),
    probed with digits plus Gaussian noise, N = 20, rho = 2: recovered widths, alignment, fit time.
 """
@@ -148,7 +150,7 @@ def extras(args):
         "6-5-4-1 tanh": (dict(n_hidden_layers=2, student_width=[10, 8]), dict(widths=(5, 4))),
         "6-5-1 tanh, 1 % output noise": (dict(student_width=10), dict(noise=0.01)),
     }
-    for seed in args.seeds:
+    for seed in args.seeds[:args.extras_seeds]:
         for case, (params, teacher) in cases.items():
             teacher = dict(teacher)
             noise = teacher.pop("noise", 0.0)
@@ -197,8 +199,14 @@ def digits(args):
 if __name__ == "__main__":
     options = {"--extras": extras, "--digits": digits, "--no-recovery": None, "--no-cost": None}
     chosen = [a for a in sys.argv[1:] if a in options]
+    extras_seeds = None
+    if "--extras-seeds" in sys.argv:
+        at = sys.argv.index("--extras-seeds")
+        extras_seeds = int(sys.argv[at + 1])
+        del sys.argv[at:at + 2]
     sys.argv = [a for a in sys.argv if a not in options]
     args = bench_args(__doc__)
+    args.extras_seeds = extras_seeds
     tables = []
     if "--no-recovery" not in chosen:
         tables += recovery(args)

@@ -9,15 +9,15 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPRegressor
 
 from sklearn_icml.neural_network import ExpandAndCluster, unit_alignment
-from sklearn_icml.neural_network._students import fit_students, init_students
+from sklearn_icml.neural_network._students import fit_students, init_students, polish_students, student_losses
 
 _TORCH = {"tanh": torch.tanh, "relu": torch.relu, "sigmoid": torch.sigmoid, "softplus": torch.nn.functional.softplus}
 
 #: small and fast settings shared by the fits of this module
-_FAST = dict(n_students=4, student_width=4, student_max_iter=600, student_lr=3e-2, finetune_max_iter=50,
-             random_state=0)
+_FAST = dict(n_students=4, student_width=4, student_max_iter=600, student_lr=3e-2, student_polish_max_iter=100,
+             finetune_max_iter=50, random_state=0)
 #: tiny fits that test the plumbing, not the recovery (beta=pi keeps every cluster over the count threshold)
-_TINY = dict(n_students=3, student_width=3, finetune_max_iter=5, beta=np.pi, random_state=0)
+_TINY = dict(n_students=3, student_width=3, student_polish_max_iter=0, finetune_max_iter=5, beta=np.pi, random_state=0)
 
 
 def _teacher(seed=0, d=2, h=2, n=300, activation="tanh"):
@@ -48,6 +48,20 @@ def test_batched_students_equal_separately_trained_ones():
             np.testing.assert_allclose(p.detach().numpy()[0], q.detach().numpy()[s], rtol=1e-4, atol=1e-5)
         # and the students did train
         assert not torch.allclose(initial[0][s], batch.weights[0][s])
+
+
+def test_student_polish_takes_every_student_to_near_zero_loss():
+    """The joint L-BFGS of the batch lowers each student's own loss (none is traded for another's)."""
+    X, y, _ = _teacher(n=200)
+    Y = y[:, None]
+    batch = init_students(3, 2, [3], 1, "tanh", torch.Generator().manual_seed(0))
+    batch = fit_students(batch, X, Y, steps=100, learning_rate=3e-2, batch_size=None, device="cpu",
+                         random_state=0, verbose=0, name="t").module
+    before = student_losses(batch, X, Y)
+    polished = polish_students(batch, X, Y, max_iter=150, device="cpu", random_state=0, name="t")
+    assert polished.weights[0].dtype == torch.float64
+    after = student_losses(polished, X, Y)
+    assert np.all(after <= before) and after.min() < 1e-3 * before.min()
 
 
 def test_recovers_a_two_unit_tanh_teacher(device):
@@ -105,8 +119,8 @@ def test_count_units_rule_and_no_cluster_fallback():
     assert np.all(units.cluster_sizes_[0] >= 1.5)
     # beta = 0 drops every cluster of two or more members: the best student comes back, with a warning
     with pytest.warns(ConvergenceWarning, match="best student"):
-        ec = ExpandAndCluster(n_students=2, student_width=3, student_max_iter=20, gamma=1.0, beta=0.0,
-                              random_state=0).fit(X, y)
+        ec = ExpandAndCluster(n_students=2, student_width=3, student_max_iter=20, student_polish_max_iter=0,
+                              gamma=1.0, beta=0.0, random_state=0).fit(X, y)
     assert ec.hidden_layer_sizes_ == (3,)
     best = int(np.argmin(ec.student_losses_))
     assert ec.loss_ == pytest.approx(ec.student_losses_[best], rel=1e-4)
@@ -160,7 +174,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="NaN"):
         ExpandAndCluster().fit(X, y_nan)
     ec = ExpandAndCluster(activation="softplus", n_students=2, student_width=2, student_max_iter=5,
-                          finetune_max_iter=2, beta=np.pi, prune=False, random_state=0).fit(X, y)
+                          finetune_max_iter=2, beta=np.pi, polish=None, prune=False, random_state=0).fit(X, y)
     with pytest.raises(ValueError, match="no 'softplus' activation"):
         ec.to_mlp_regressor()
 
@@ -172,7 +186,8 @@ def test_recovers_a_relu_teacher():
     X = rng.normal(size=(1000, 4))
     W, b, a = rng.normal(size=(4, 3)), rng.normal(size=3) * 0.3, rng.normal(size=(3, 1))
     y = (np.maximum(X @ W + b, 0) @ a).ravel()
-    ec = ExpandAndCluster(activation="relu", student_width=6, random_state=0).fit(X, y)
+    ec = ExpandAndCluster(activation="relu", student_width=6, student_max_iter=1000, finetune_max_iter=300,
+                          random_state=0).fit(X, y)
     assert ec.hidden_layer_sizes_ == (3,)
     assert unit_alignment([W, a], [b, np.zeros(1)], ec.coefs_, ec.intercepts_, "relu")[0].min() > 0.99
 
