@@ -2,10 +2,12 @@
 
 Two architectures:
 
-* ``"mlp"``: generator, inverse and critic are LeakyReLU(0.2) perceptrons (no
+* ``"mlp"``: as in the authors' Swiss-roll code, the generator and the critic
+  are ReLU perceptrons and the inverse a LeakyReLU(0.2) perceptron (no
   dropout, no batch norm, so every map is deterministic); the inverse is
   learned on generated points. Its Lipschitz constant is at most the product
-  of the spectral norms of its weight matrices (LeakyReLU is 1-Lipschitz).
+  of the spectral norms of its weight matrices (both activations are
+  1-Lipschitz).
 * ``"injective_mlp"``: the generator is ``A_K phi(... phi(A_1 z + b_1) ...) + b_K``
   with full-column-rank ``A_i`` of non-decreasing widths from the latent
   dimension to the data dimension and ``phi`` a LeakyReLU of slope
@@ -26,18 +28,22 @@ from ..utils._mlp import _linear
 __all__ = ["INJECTIVE_SLOPE", "MLP_SLOPE", "ExactInverse", "InjectiveGenerator", "injective_widths", "make_mlp",
            "mlp_lipschitz_upper", "singular_value_penalty"]
 
-#: Negative slope of the LeakyReLU of the ``"mlp"`` networks (that of the authors' inverse network).
+#: Negative slope of the LeakyReLU of the ``"mlp"`` inverse network (that of the authors' inverse network).
 MLP_SLOPE = 0.2
 #: Negative slope of the injective generator: ``phi^{-1}`` is ``1 / INJECTIVE_SLOPE``-Lipschitz, so a slope
 #: nearer 1 gives a smaller Lipschitz bound on the inverse and a less curved generator.
 INJECTIVE_SLOPE = 0.5
 
 
-def make_mlp(n_in, hidden, n_out, generator):
-    """``Linear, LeakyReLU(0.2), ..., Linear``: an ``nn.Sequential`` seeded from ``generator``."""
+def make_mlp(n_in, hidden, n_out, generator, activation="leaky_relu"):
+    """``Linear, act, ..., Linear``: an ``nn.Sequential`` seeded from ``generator``.
+
+    ``activation`` is ``"leaky_relu"`` (slope :data:`MLP_SLOPE`) or ``"relu"``.
+    """
     layers, width = [], n_in
     for h in hidden:
-        layers += [_linear(width, int(h), generator), nn.LeakyReLU(MLP_SLOPE)]
+        act = nn.ReLU() if activation == "relu" else nn.LeakyReLU(MLP_SLOPE)
+        layers += [_linear(width, int(h), generator), act]
         width = int(h)
     layers.append(_linear(width, n_out, generator))
     return nn.Sequential(*layers)

@@ -109,8 +109,8 @@ def _build(X_dim, latent_dim, architecture, hidden, generator, train_inverse):
     if architecture == "injective_mlp":
         g = InjectiveGenerator(injective_widths(latent_dim, hidden, X_dim), generator)
     else:
-        g = make_mlp(latent_dim, hidden, X_dim, generator)
-    critic = make_mlp(X_dim, hidden, 1, generator)
+        g = make_mlp(latent_dim, hidden, X_dim, generator, activation="relu")
+    critic = make_mlp(X_dim, hidden, 1, generator, activation="relu")
     h = None
     if architecture == "mlp":
         h = make_mlp(X_dim, tuple(reversed(hidden)), latent_dim, generator)
@@ -183,9 +183,9 @@ def train_wgan(X, *, latent_dim, latent_distribution="gaussian", architecture="m
     for module in (g, h, critic):
         if module is not None:
             module.to(device).train()
-    opt_d = torch.optim.Adam(critic.parameters(), lr=learning_rate, betas=tuple(betas))
+    opt_d = torch.optim.Adam(critic.parameters(), lr=learning_rate, betas=tuple(betas), foreach=True)
     gen_params = list(g.parameters()) + (list(h.parameters()) if h is not None else [])
-    opt_g = torch.optim.Adam(gen_params, lr=learning_rate, betas=tuple(betas))
+    opt_g = torch.optim.Adam(gen_params, lr=learning_rate, betas=tuple(betas), foreach=True)
     batches = _cycle_batches(n, bs, generator, device)
     reporter = ProgressReporter(name, max_iter=max_iter, verbose=verbose)
     every = 1 if verbose >= 2 or max_iter <= 50 else max(1, max_iter // 20)

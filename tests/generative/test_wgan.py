@@ -221,9 +221,10 @@ def test_same_seed_same_model_and_sample_seeding(roll):
 
 
 def test_training_moves_the_generator_towards_the_data(roll):
-    X = roll[0]
-    short = LeftInvertibleWGAN(random_state=0, **{**TINY, "max_iter": 1}).fit(X)
-    longer = LeftInvertibleWGAN(random_state=0, **{**TINY, "max_iter": 60}).fit(X)
+    # a step of 3e-3: with ReLU networks this small, 60 iterations at 1e-3 do not reliably move every seed
+    X, quick = roll[0], {**TINY, "learning_rate": 3e-3}
+    short = LeftInvertibleWGAN(random_state=0, **{**quick, "max_iter": 1}).fit(X)
+    longer = LeftInvertibleWGAN(random_state=0, **{**quick, "max_iter": 60}).fit(X)
     assert wasserstein1(longer.sample(500), X) < wasserstein1(short.sample(500), X)
 
 
