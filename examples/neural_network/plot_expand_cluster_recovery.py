@@ -28,7 +28,7 @@ X = rng.normal(size=(400, 2))
 y = (np.tanh(X @ W + b) @ a).ravel()
 
 ec = ExpandAndCluster(n_students=6, student_width=6, student_max_iter=800, student_lr=3e-2,
-                      finetune_max_iter=100, random_state=0).fit(X, y)
+                      student_polish_max_iter=300, finetune_max_iter=100, random_state=0).fit(X, y)
 scores = unit_alignment([W, a], [b, np.zeros(1)], ec.coefs_, ec.intercepts_, "tanh")[0]
 print(f"recovered width {ec.hidden_layer_sizes_[0]} (teacher 3); alignment per teacher unit {scores.round(4)}")
 print(f"students' MSE: best {ec.student_losses_.min():.2e}; recovered network's MSE {ec.loss_:.2e}")

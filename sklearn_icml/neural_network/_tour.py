@@ -23,9 +23,10 @@ def _run_expand_cluster(device="cpu", quick=False):
 
     X, y = _teacher(2000, 1)
     X_test, y_test = _teacher(5000, 2)
-    # quick: 6 students and 2000 steps (with 1000 probes or 1500 steps this teacher comes back 4 units wide)
-    ec = ExpandAndCluster(n_students=6 if quick else 10, student_width=10, student_max_iter=2000 if quick else 3000,
-                          finetune_max_iter=300 if quick else 1500, device=device, random_state=0)
+    # quick: 6 students, 1000 Adam steps and 500 L-BFGS iterations of the students' polish
+    ec = ExpandAndCluster(n_students=6 if quick else 10, student_width=10, student_max_iter=1000 if quick else 3000,
+                          student_polish_max_iter=500 if quick else 1000, finetune_max_iter=300 if quick else 1500,
+                          device=device, random_state=0)
     ec, seconds = fit_timed(ec, X, y)
     mlp = MLPRegressor(hidden_layer_sizes=(5,), activation="tanh", solver="lbfgs", max_iter=2000, tol=1e-12,
                        random_state=0)
