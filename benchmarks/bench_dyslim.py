@@ -15,6 +15,8 @@ each), and the share of diverged trajectories (leaving 100 standard deviations).
     python benchmarks/bench_dyslim.py --quick                 # about a minute at low load
     python benchmarks/bench_dyslim.py --seeds 5               # every case below
     python benchmarks/bench_dyslim.py --seeds 2 --cases noisy clean   # the cases with bars only
+    python benchmarks/bench_dyslim.py --first-seed 2 --seeds 3 --cases noisy --resume   # seeds 2-4 added to the
+                                                                      # saved run (step costs are not carried over)
 """
 
 import argparse
@@ -31,15 +33,44 @@ from sklearn_icml.metrics import mmd2
 
 CASES = ("noisy", "clean", "noise03", "short", "pushforward", "ks", "cost")
 GPU_CASES = ("gpu",)  # only on request (benchmarks/gpu.sh)
+#: The table cases each --cases choice measures.
+CASE_LABELS = {"noisy": ("noise 0.5",), "clean": ("clean",), "noise03": ("noise 0.3",),
+               "short": ("noise 0.5, short data (40 x 100)",), "pushforward": ("noise 0.5, K=4, push-forward",),
+               "ks": ("KS clean", "KS noise 0.5"), "cost": ("batch 256, MLP 3-64-64-3",)}
 
 
 def _parse():
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--cases", nargs="+", choices=CASES + GPU_CASES, default=list(CASES))
+    pre.add_argument("--first-seed", type=int, default=0)
+    pre.add_argument("--resume", action="store_true")
     known, rest = pre.parse_known_args()
     args = bench_args(__doc__, rest)
     args.cases = known.cases
+    args.seeds = [known.first_seed + s for s in args.seeds]
+    args.resume = known.resume
     return args
+
+
+def _resume(tables, args):
+    """Start from the raw values of the saved full run (the step costs only when the cost case is not run again:
+    they measure the code of their run); a (case, method, seed) measured again replaces the saved value."""
+    import json
+
+    from _bench import results_path
+
+    path = results_path(args)
+    if not path.exists():
+        return
+    saved = {t["title"]: t for t in json.loads(path.read_text())["tables"]}
+    rerun = {label for case in args.cases for label in CASE_LABELS.get(case, ())}
+    for key, table in tables.items():
+        if (key == "cost" and "cost" in args.cases) or table.title not in saved:
+            continue
+        for row in saved[table.title]["rows"]:
+            for v in row["values"]:
+                if (row["case"] not in rerun or v["seed"] not in args.seeds) and v["value"] is not None:
+                    table.add(row["case"], row["method"], v["value"], ours=row["ours"], seed=v["seed"])
 
 
 def _sizes(quick):
@@ -202,6 +233,10 @@ def _gpu_rows(tables, seed, device, quick):
         tables["gpu_l63"].add("L63, time step 0.4", label, mmd, ours=ours, seed=seed)
 
 
+def _has(table, case):
+    return any(row["case"] == case for row in table.rows())
+
+
 def _median_ratio(table, case, ours, peer):
     a, b = np.array(table.values(case, ours)), np.array(table.values(case, peer))
     return float(np.median(a / b)), float(np.median(a)), float(np.median(b))
@@ -236,6 +271,9 @@ def main():
     }
     ours, mse = "DySLIM (lambda=1)", "MSE-only (lambda=0)"
     used = []
+    if args.resume:
+        _resume(tables, args)
+        used.extend(t for t in tables.values() if t.rows())
 
     def flush(*keys):
         for k in keys:
@@ -264,7 +302,7 @@ def main():
             _gpu_rows(tables, seed, args.device, args.quick)
         flush(*[k for k in tables if tables[k].rows()])
 
-    if "noisy" in args.cases:
+    if _has(tables["rmse"], "noise 0.5"):
         r, a, b = _median_ratio(tables["rmse"], "noise 0.5", ours, mse)
         tables["rmse"].bar(f"noise 0.5: median 5-step RMSE of DySLIM over MSE-only ({a:.3f} vs {b:.3f}) at most 0.85",
                            r, 0.85)
@@ -273,16 +311,16 @@ def main():
                           r, 0.5)
         tables["div"].bar("noise 0.5: diverged DySLIM rollouts (share, max over seeds)",
                           max(tables["div"].values("noise 0.5", ours)), 0.0)
-    if "clean" in args.cases:
+    if _has(tables["mmd"], "clean"):
         tables["mmd"].bar("clean data: median long-run MMD^2 of the MSE-only emulator at most 0.05",
                           float(np.median(tables["mmd"].values("clean", mse))), 0.05)
         tables["mmd"].note("On clean data DySLIM's long-run MMD is expected to be worse than MSE-only's: with a "
                            "short time step the MSE emulator already reproduces the attractor.")
-    if "ks" in args.cases:
+    if _has(tables["ks_div"], "KS clean") and _has(tables["ks_div"], "KS noise 0.5"):
         tables["ks_div"].bar("KS: diverged DySLIM rollouts (share, max over seeds and cases)",
                              max(tables["ks_div"].values("KS clean", ours) + tables["ks_div"].values("KS noise 0.5",
                                                                                                       ours)), 0.0)
-    if "cost" in args.cases:
+    if _has(tables["cost"], "batch 256, MLP 3-64-64-3"):
         r, a, b = _median_ratio(tables["cost"], "batch 256, MLP 3-64-64-3", ours, mse)
         tables["cost"].bar(f"a DySLIM step over an MSE-only step at batch 256 ({a * 1e3:.1f} vs {b * 1e3:.1f} ms) "
                            "at most 4", r, 4.0)

@@ -312,6 +312,12 @@ class DySLIMRegressor(RegressorMixin, BaseEstimator):
     time step the MSE emulator already reproduces the attractor and DySLIM's
     long-run statistics are worse.
 
+    With ``measure="mmd"`` both terms of a rollout step come from one
+    kernel block of the predictions against ``[p_k, x_0, x_k]``, with the
+    kernel's slope kept from the forward pass for a hand-written backward;
+    the values and gradients are those of two
+    :func:`~sklearn_icml.metrics.mmd2` calls.
+
     Training runs in float32. :meth:`predict` evaluates its one step in
     float64 (on a copy of the weights), so that a row's prediction does not
     depend on the other rows of the batch; :meth:`rollout` runs in float32 on
