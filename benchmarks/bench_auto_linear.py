@@ -7,8 +7,10 @@ depth) and their normal-incidence seismograms (``convolutional_seismogram``, 10 
 test pairs.
 
 Ours: ``AutoLinear`` with masked-autoencoder encoders (32 latent values for traces, 16 for logs, 1500 steps
-each), fitted with the pools on 200 pairs (the timed fit); its frozen encoders then serve the 50- and
-1000-pair rows (``refit_encoders=False``), so only the linear maps see the pairs. Peers on the same pairs:
+each) and its default bridges (ridge on the latent codes, refined through the frozen decoders), fitted with
+the pools on 200 pairs (the timed fit); its frozen encoders then serve the 50- and 1000-pair rows
+(``refit_encoders=False``), so only the linear maps see the pairs. The same frozen encoders with bridges
+fitted on the latent codes only (``bridge_space="latent"``) are a row of their own. Peers on the same pairs:
 ``RidgeCV`` on the raw traces, ``PLSRegression`` (16 components), ``MLPRegressor((128, 128))`` on the pairs
 only, the mean log, and ``AutoLinear`` with PCA encoders (fitted on the same pools). Forward modelling
 (logs to traces) against ``RidgeCV``, PLS, the PCA variant and the mean trace.
@@ -46,6 +48,7 @@ OURS = "AutoLinear (masked autoencoders)"
 #: GPU rows: (unpaired rows per domain, steps per autoencoder, pairs, test pairs), and (cells, columns, samples)
 GPU_FULL, GPU_QUICK, GPU_GRID = (10000, 3000, 500, 500), (2000, 200, 200, 200), (64, 64, 128)
 PCA_AL = "AutoLinear (PCA encoders)"
+LATENT_AL = "AutoLinear (masked autoencoders, latent-space bridges)"
 
 
 def _load():
@@ -120,8 +123,10 @@ def one_d(args):
             case = f"{n} pairs"
             S, V = S_pairs[:n], V_pairs[:n]
             model = ours if n == 200 else AutoLinear(ours.encoder_x_, ours.encoder_y_, refit_encoders=False).fit(S, V)
+            latent = AutoLinear(ours.encoder_x_, ours.encoder_y_, bridge_space="latent", refit_encoders=False).fit(S, V)
             pca_n = AutoLinear(pca.encoder_x_, pca.encoder_y_, refit_encoders=False).fit(S, V)
-            inverse = {OURS: model.predict, PCA_AL: pca_n.predict, **_inverse_peers(S, V, seed)}
+            inverse = {OURS: model.predict, LATENT_AL: latent.predict, PCA_AL: pca_n.predict,
+                       **_inverse_peers(S, V, seed)}
             mae = {}
             for name, predict in inverse.items():
                 V_hat = predict(S_test)
@@ -130,7 +135,8 @@ def one_d(args):
                 t_mae.add(case, name, mae[name], ours=is_ours, seed=seed)
                 t_rmse.add(case, name, np.sqrt(((V_hat - V_test) ** 2).mean()), ours=is_ours, seed=seed)
                 t_ssim.add(case, name, ssim_1d(V_test, V_hat, value_range=V_RANGE), ours=is_ours, seed=seed)
-            forward = {OURS: model.predict_forward, PCA_AL: pca_n.predict_forward, **_forward_peers(S, V)}
+            forward = {OURS: model.predict_forward, LATENT_AL: latent.predict_forward, PCA_AL: pca_n.predict_forward,
+                       **_forward_peers(S, V)}
             fwd = {}
             for name, predict in forward.items():
                 fwd[name] = np.abs(predict(V_test) - S_test).mean() / scale

@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..utils._random import draw_seed
 from ..utils._sklearn_private import HasMethods, Interval, StrOptions, _fit_context
 from ..utils._torch import as_numpy, resolve_device
-from ._bridges import fit_bridge
+from ._bridges import fit_bridge, refine_in_output_space
 from ._mae import MAE_CONSTRAINTS, MaskedAutoencoder, check_layer_sizes, check_scale
 
 __all__ = ["AutoLinear"]
@@ -57,9 +57,20 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
         The linear maps: :class:`~sklearn.linear_model.RidgeCV` over
         ``bridge_alphas`` (leave-one-out choice of the penalty),
         :class:`~sklearn.cross_decomposition.PLSRegression` (as many components
-        as the smaller latent space, at most ``n_pairs - 1``) or least squares.
+        as the smaller latent space, at most ``n_pairs - 1``; always fitted on
+        the latent codes) or least squares.
     bridge_alphas : array-like of float, default=None
         Penalties tried by the ridge bridges; ``None``: ``np.logspace(-4, 4, 17)``.
+    bridge_space : {"output", "latent"}, default="output"
+        Where the ridge and least-squares bridges are fitted. ``"latent"``:
+        on the latent codes only (closed form). ``"output"``: from that fit,
+        the map is refined through the frozen decoder of the target domain,
+        so that the decoded predictions match the target rows (mean squared
+        error over the standardised features plus the ridge penalty chosen
+        on the latent codes, by L-BFGS). Applies where the target's decoder
+        is a :class:`MaskedAutoencoder`; a linear orthonormal decoder (PCA)
+        makes both the same up to the penalty's scaling, so PCA and other
+        encoders keep the latent fit.
     refit_encoders : bool, default=True
         Fit the encoders in :meth:`fit`. ``False``: ``encoder_x`` and
         ``encoder_y`` must be fitted transformers, kept frozen (the paper's
@@ -99,7 +110,8 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
     bridge_forward_ : estimator
         Linear map from ``y``'s latent codes to ``X``'s.
     latent_r2_ : float
-        R² of ``bridge_inverse_`` on the pairs' latent codes, variance
+        R² of the inverse map fitted on the latent codes (before any
+        output-space refinement) on the pairs' latent codes, variance
         weighted over the latent dimensions: the share of the property's
         latent variance that is linear in the measurements' latent code (how
         "auto-linear" the two latent spaces are).
@@ -137,9 +149,16 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
     The paper learns the converters as linear layers between ViT token
     latents; its exact form (full, low-rank or factorised) was not available
     to us [verify]. Here the latent codes are vectors and each bridge is a
-    full affine map fitted in closed form, by default ridge regression whose
-    penalty is chosen by efficient leave-one-out on the pairs, on the raw
-    latent codes. With ``encoder_x="pca"``, ``encoder_y="pca"`` and no
+    full affine map, first fitted in closed form on the raw latent codes
+    (by default ridge regression whose penalty is chosen by efficient
+    leave-one-out on the pairs). The paper trains the converters on the
+    pairs between frozen, pre-trained encoders *and decoders*; we read this
+    as a loss on the decoded output [verify], so by default
+    (``bridge_space="output"``) each map is then refined through the frozen
+    decoder of its target domain, with the latent fit's penalty. On the 1-D
+    benchmark this lowers the forward error at every number of pairs and
+    the inverse error with many pairs, but decodes less smooth logs (a
+    lower SSIM); ``bridge_space="latent"`` keeps the closed-form maps. With ``encoder_x="pca"``, ``encoder_y="pca"`` and no
     unpaired data, :meth:`predict` is PCA, then RidgeCV, then inverse PCA
     (reduced-rank ridge regression). A single target column is predicted
     from ``X``'s latent code directly (no ``y`` encoder); ``y_unpaired`` is
@@ -173,6 +192,7 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
         "n_components_y": [Interval(Integral, 1, None, closed="left")],
         "bridge": [StrOptions({"ridge", "pls", "linear"})],
         "bridge_alphas": ["array-like", None],
+        "bridge_space": [StrOptions({"output", "latent"})],
         "refit_encoders": ["boolean"],
         "input_shape_x": [tuple, list, None],
         "input_shape_y": [tuple, list, None],
@@ -180,7 +200,7 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
     }
 
     def __init__(self, encoder_x="mae", encoder_y="mae", *, n_components_x=32, n_components_y=16, bridge="ridge",
-                 bridge_alphas=None, refit_encoders=True, architecture="mlp", input_shape_x=None,
+                 bridge_alphas=None, bridge_space="output", refit_encoders=True, architecture="mlp", input_shape_x=None,
                  input_shape_y=None, hidden_layer_sizes=(128, 128), mask_ratio=0.25, patch_size=1, max_iter=1500,
                  batch_size=128, learning_rate=2e-3, device="cpu", random_state=None, verbose=0):
         self.encoder_x = encoder_x
@@ -189,6 +209,7 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
         self.n_components_y = n_components_y
         self.bridge = bridge
         self.bridge_alphas = bridge_alphas
+        self.bridge_space = bridge_space
         self.refit_encoders = refit_encoders
         self.architecture = architecture
         self.input_shape_x = input_shape_x
@@ -307,13 +328,21 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
             Z_y = np.asarray(self.encoder_y_.transform(Y), dtype=np.float64)
         self.n_components_x_ = Z_x.shape[1]
         self.n_components_y_ = 1 if Z_y.ndim == 1 else Z_y.shape[1]
-        self.bridge_inverse_ = fit_bridge(self.bridge, Z_x, Z_y, self.bridge_alphas)
-        self.bridge_forward_ = fit_bridge(self.bridge, Z_y.reshape(len(Z_y), -1), Z_x, self.bridge_alphas)
+        Z_y2 = Z_y.reshape(len(Z_y), -1)
+        latent_inverse, self.bridge_inverse_ = self._bridge(Z_x, Z_y, Y, self.encoder_y_)
+        _, self.bridge_forward_ = self._bridge(Z_y2, Z_x, X, self.encoder_x_)
         self.n_iter_ = max([getattr(e, "n_iter_", 0) for e in (self.encoder_x_, self.encoder_y_)
                             if isinstance(e, MaskedAutoencoder)] or [0])
-        self.latent_r2_ = float(r2_score(Z_y, self.bridge_inverse_.predict(Z_x), multioutput="variance_weighted"))
+        self.latent_r2_ = float(r2_score(Z_y, latent_inverse.predict(Z_x), multioutput="variance_weighted"))
         self._y_1d = y.ndim == 1
         return self
+
+    def _bridge(self, Z_in, Z_out, rows_out, decoder):
+        """The latent fit, and the map used: that fit refined through ``decoder`` where ``bridge_space="output"``."""
+        latent = fit_bridge(self.bridge, Z_in, Z_out, self.bridge_alphas)
+        if self.bridge_space == "output" and self.bridge != "pls" and isinstance(decoder, MaskedAutoencoder):
+            return latent, refine_in_output_space(self.bridge, latent, Z_in, rows_out, decoder, self.bridge_alphas)
+        return latent, latent
 
     # -- prediction ----------------------------------------------------------------------------------
 

@@ -135,3 +135,31 @@ def test_masked_autoencoder_encoders(device):
     again = AutoLinear(n_components_x=6, n_components_y=4, hidden_layer_sizes=(16,), max_iter=10,
                        device=device, random_state=0).fit(S, V)
     np.testing.assert_array_equal(model.predict(S), again.predict(S))
+
+
+def test_output_space_bridge_minimises_the_decoded_error_with_the_latent_penalty():
+    S, V = _pairs(60)
+    kw = dict(n_components_x=6, n_components_y=4, hidden_layer_sizes=(16,), max_iter=30, random_state=0)
+    latent = AutoLinear(bridge_space="latent", **kw).fit(S, V)
+    model = AutoLinear(**kw).fit(S, V)  # same seeds: the same encoders, only the bridges differ
+    np.testing.assert_array_equal(model.transform(S), latent.transform(S))
+    Zx, Zy = model.transform(S), model.latent_y(V)
+    ridge = RidgeCV(alphas=DEFAULT_BRIDGE_ALPHAS).fit(Zx, Zy)
+    np.testing.assert_allclose(latent.bridge_inverse_.coef_, ridge.coef_, atol=1e-10)
+    dec = model.encoder_y_
+    sd = Zx.std(axis=0)
+    alpha = RidgeCV(alphas=DEFAULT_BRIDGE_ALPHAS).fit((Zx - Zx.mean(axis=0)) / sd, Zy).alpha_
+
+    def objective(coef, intercept):  # the definition, through the public decoder, in standardised units
+        decoded = dec.inverse_transform(Zx @ coef.T + intercept)
+        err = ((decoded - V) / dec.scale_) ** 2
+        return err.sum(axis=1).mean() + alpha / len(Zx) * ((coef * sd) ** 2).sum()
+
+    best = objective(model.bridge_inverse_.coef_, model.bridge_inverse_.intercept_)
+    assert best < objective(ridge.coef_, ridge.intercept_)
+    rng = np.random.RandomState(0)
+    for _ in range(5):  # a local minimum: small moves of the map do not lower the objective
+        step = 1e-3 * rng.normal(size=ridge.coef_.shape)
+        assert objective(model.bridge_inverse_.coef_ + step, model.bridge_inverse_.intercept_) >= best - 1e-9
+    assert np.abs(model.predict(S) - V).mean() < np.abs(latent.predict(S) - V).mean()
+    assert model.latent_r2_ == latent.latent_r2_  # how linear the latent codes are: the latent fit's R²
