@@ -158,9 +158,10 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
     decoder of its target domain, with the latent fit's penalty. On the 1-D
     benchmark this lowers the forward error at every number of pairs and
     the inverse error with many pairs, but decodes less smooth logs (a
-    lower SSIM); ``bridge_space="latent"`` keeps the closed-form maps. With ``encoder_x="pca"``, ``encoder_y="pca"`` and no
-    unpaired data, :meth:`predict` is PCA, then RidgeCV, then inverse PCA
-    (reduced-rank ridge regression). A single target column is predicted
+    lower SSIM); ``bridge_space="latent"`` keeps the closed-form maps.
+    With ``encoder_x="pca"``, ``encoder_y="pca"`` and no unpaired data,
+    :meth:`predict` is PCA, then RidgeCV, then inverse PCA (reduced-rank
+    ridge regression). A single target column is predicted
     from ``X``'s latent code directly (no ``y`` encoder); ``y_unpaired`` is
     then unused (a warning says so).
 
