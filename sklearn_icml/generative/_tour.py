@@ -30,7 +30,7 @@ def _run_left_invertible_wgan(device="cpu", quick=False):
 
     X, _ = make_swiss_roll_2d(1000, random_state=0)
     train, holdout = X[:500], X[500:]
-    size = dict(hidden_layer_sizes=(32, 32), max_iter=50) if quick else dict(max_iter=1500)
+    size = dict(hidden_layer_sizes=(32, 32), max_iter=50) if quick else dict(max_iter=800)
     gan, seconds = fit_timed(LeftInvertibleWGAN(**size, device=device, random_state=0), train)
     S = gan.sample(2000)
     gaussian = np.random.RandomState(0).multivariate_normal(train.mean(0), np.cov(train, rowvar=False), 2000)
