@@ -88,6 +88,25 @@ def bench_args(description, argv=None, *, default_seeds=5, quick_seeds=2, name=N
     return args
 
 
+def ensure_venv(path, requirements, what):
+    """A peer's own virtualenv at ``path``, created with the base interpreter and ``requirements`` on first use.
+
+    Returns the path of its python. A marker file records a finished install, so an interrupted one
+    is redone on the next call.
+    """
+    python = os.path.join(path, "bin", "python")
+    marker = os.path.join(path, ".sklearn-icml-ready")
+    if os.path.exists(marker):
+        return python
+    print(f"# creating the {what} virtualenv in {path} (once) ...", file=sys.stderr, flush=True)
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", path], check=True)
+    subprocess.run([python, "-m", "pip", "install", "-q", *requirements], check=True)
+    with open(marker, "w") as f:
+        f.write(" ".join(requirements) + "\n")
+    return python
+
+
 def timed(fn, *args, repeat=1, **kwargs):
     """Wall-clock seconds of ``fn(*args, **kwargs)``: the best of ``repeat`` calls."""
     best = math.inf

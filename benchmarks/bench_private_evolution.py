@@ -33,7 +33,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _bench import Table, bench_args, emit  # noqa: E402
+from _bench import Table, bench_args, emit, ensure_venv  # noqa: E402
 from sklearn.datasets import make_blobs, make_classification  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.neighbors import NearestNeighbors  # noqa: E402
@@ -106,18 +106,8 @@ def _quadtree_sampler(X, y, epsilon, n_per_class, bounds, n_levels, rng):
 
 
 def ensure_aim_venv(path):
-    """The smartnoise-synth virtualenv: created with the base interpreter on first use."""
-    python = os.path.join(path, "bin", "python")
-    marker = os.path.join(path, ".sklearn-icml-ready")
-    if os.path.exists(marker):
-        return python
-    print(f"# creating the smartnoise-synth virtualenv in {path} (once) ...", file=sys.stderr, flush=True)
-    base = getattr(sys, "_base_executable", sys.executable)
-    subprocess.run([base, "-m", "venv", path], check=True)
-    subprocess.run([python, "-m", "pip", "install", "-q", *AIM_REQUIREMENTS], check=True)
-    with open(marker, "w") as f:
-        f.write(" ".join(AIM_REQUIREMENTS) + "\n")
-    return python
+    """The smartnoise-synth virtualenv (see ``_bench.ensure_venv``)."""
+    return ensure_venv(path, AIM_REQUIREMENTS, "smartnoise-synth")
 
 
 def start_aim(python, jobs, tmp):

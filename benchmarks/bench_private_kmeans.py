@@ -42,7 +42,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _bench import Table, emit, timed  # noqa: E402
+from _bench import Table, emit, ensure_venv, timed  # noqa: E402
 from sklearn.cluster import KMeans  # noqa: E402
 from sklearn.datasets import load_digits, make_blobs  # noqa: E402
 
@@ -74,18 +74,8 @@ def kmeans_cost(X, centers):
 
 
 def ensure_peer_venv(path):
-    """The diffprivlib virtualenv: created with the base interpreter on first use."""
-    python = os.path.join(path, "bin", "python")
-    marker = os.path.join(path, ".sklearn-icml-ready")
-    if os.path.exists(marker):
-        return python
-    print(f"# creating the diffprivlib virtualenv in {path} (once) ...", file=sys.stderr, flush=True)
-    base = getattr(sys, "_base_executable", sys.executable)
-    subprocess.run([base, "-m", "venv", path], check=True)
-    subprocess.run([python, "-m", "pip", "install", "-q", *PEER_REQUIREMENTS], check=True)
-    with open(marker, "w") as f:
-        f.write(" ".join(PEER_REQUIREMENTS) + "\n")
-    return python
+    """The diffprivlib virtualenv (see ``_bench.ensure_venv``)."""
+    return ensure_venv(path, PEER_REQUIREMENTS, "diffprivlib")
 
 
 def run_peer(python, arrays, jobs):
