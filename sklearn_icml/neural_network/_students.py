@@ -30,8 +30,61 @@ __all__ = ["batched_module", "fit_students", "polish_module", "polish_students",
 def _make_class():
     import torch
 
+    class Dense(torch.autograd.Function):
+        """One layer of every student at once, with the tanh fused in when asked.
+
+        The first layer (``shared=True``, ``h`` the transposed input ``(d, n)``)
+        is one GEMM over the input all students share,
+        ``W.view(N * fan_out, d) @ X.T``; its weight gradient is formed as
+        ``(X.T @ G.T).T``, the product shape BLAS runs fastest here. The layers
+        above (``h`` of shape ``(N, fan_in, n)``) are one ``baddbmm``; an
+        output of width 1 sends its gradient back by a broadcast product
+        instead of a batched GEMM with an inner dimension of 1.
+        ``tanh(z) = 2 sigmoid(2z) - 1`` (torch's sigmoid kernel is about 3x
+        faster on the CPU than its tanh), computed in place on the GEMM's
+        output, whose factor 2 the GEMM applies.
+        """
+
+        @staticmethod
+        def forward(ctx, h, W, b, shared, tanh):
+            n_students, fan_out, fan_in = W.shape
+            scale = 2.0 if tanh else 1.0
+            if shared:
+                z = torch.addmm(b.reshape(n_students * fan_out, 1), W.reshape(n_students * fan_out, fan_in), h,
+                                beta=scale, alpha=scale).view(n_students, fan_out, -1)
+            else:
+                z = torch.baddbmm(b.unsqueeze(2), W, h, beta=scale, alpha=scale)
+            if tanh:
+                z = torch.sigmoid_(z).mul_(2.0).sub_(1.0)
+            ctx.shared, ctx.tanh = shared, tanh
+            ctx.save_for_backward(h, W, z if tanh else None)
+            return z
+
+        @staticmethod
+        def backward(ctx, grad):
+            h, W, out = ctx.saved_tensors
+            if ctx.tanh:
+                grad = torch.ops.aten.tanh_backward(grad, out)
+            grad_h = grad_w = grad_b = None
+            if ctx.needs_input_grad[0]:
+                grad_h = W.transpose(1, 2) * grad if W.shape[1] == 1 else torch.bmm(W.transpose(1, 2), grad)
+            if ctx.needs_input_grad[1]:
+                if ctx.shared:
+                    flat = grad.reshape(-1, grad.shape[-1])
+                    grad_w = torch.mm(h, flat.t()).t().reshape(W.shape)
+                else:
+                    grad_w = torch.bmm(grad, h.transpose(1, 2))
+            if ctx.needs_input_grad[2]:
+                grad_b = grad.sum(2)
+            return grad_h, grad_w, grad_b, None, None
+
     class BatchedMLP(torch.nn.Module):
-        """N MLPs with the same widths: ``weights[l]`` is (N, fan_out, fan_in), ``biases[l]`` (N, fan_out)."""
+        """N MLPs with the same widths: ``weights[l]`` is (N, fan_out, fan_in), ``biases[l]`` (N, fan_out).
+
+        Activations are kept as (N, width, n) (samples last): the first layer
+        is one GEMM over the shared input, the layers above one batched GEMM
+        each (:class:`Dense`), with no copy of the input per student.
+        """
 
         def __init__(self, weights, biases, activation):
             super().__init__()
@@ -51,13 +104,16 @@ def _make_class():
 
         def forward(self, X, n_layers=None):
             """(n, d) -> (N, n, n_out); the activations of the first ``n_layers`` hidden layers if given."""
-            h = X.unsqueeze(0)
             last = len(self.weights) - 1
+            if n_layers == 0:
+                return X.unsqueeze(0).expand(self.weights[0].shape[0], *X.shape)
+            h = X.t()
             for layer in range(last + 1 if n_layers is None else n_layers):
-                h = torch.matmul(h, self.weights[layer].transpose(1, 2)) + self.biases[layer].unsqueeze(1)
-                if layer < last:
+                fused = self.activation == "tanh" and layer < last
+                h = Dense.apply(h, self.weights[layer], self.biases[layer], layer == 0, fused)
+                if layer < last and not fused:
                     h = self._act(h)
-            return h
+            return h.transpose(1, 2)
 
         def freeze(self, n_layers):
             """Train only the layers above the first ``n_layers``."""
