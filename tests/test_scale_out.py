@@ -66,6 +66,70 @@ def test_no_module_imports_dask_at_import_time():
     assert not offenders
 
 
+# ------------------------------------------------------------------------------------------------ passes over the data
+
+
+def _counted(a, how, calls):
+    """``a`` as a Dask array whose block ``i`` is produced afresh by a function that adds 1 to ``calls[i]``.
+
+    Every pass over the collection calls the function once per block (as a lazy generator or a disk read would
+    be paid), so ``calls`` counts the passes.
+    """
+    import dask
+
+    a = np.asarray(a)
+    cuts = np.cumsum((0,) + _chunks(len(a), how))
+
+    def make(i):
+        calls[i] = calls.get(i, 0) + 1
+        return a[cuts[i]:cuts[i + 1]]
+
+    parts = [da.from_delayed(dask.delayed(make, pure=False)(i), shape=(b - t,) + a.shape[1:], dtype=a.dtype)
+             for i, (t, b) in enumerate(zip(cuts[:-1], cuts[1:]))]
+    return da.concatenate(parts)
+
+
+def _passes(calls, n_blocks):
+    assert sorted(calls) == list(range(n_blocks)), calls
+    assert len(set(calls.values())) == 1, calls  # every block read as often
+    return calls[0]
+
+
+def test_each_reduction_reads_the_data_once_per_pass():
+    # local threads (no cluster needed to count); the generators count how often each block is produced
+    import dask
+
+    y, p, w = _binary_scores(600)
+    S = np.random.RandomState(0).dirichlet(np.ones(3), 600)
+    labels = np.random.RandomState(1).randint(0, 3, 600)
+    X, yb = _battles(n=600)
+    n_blocks = len(_chunks(600, "uneven"))
+    with dask.config.set(scheduler="sync"):
+        for metric in (ls_ece, binned_ece, ls_reliability_curve):
+            cy, cp = {}, {}
+            metric(_counted(y, "uneven", cy), _counted(p, "uneven", cp), sample_weight=w)
+            assert _passes(cy, n_blocks) == _passes(cp, n_blocks) == 1, metric.__name__
+        cy, cs = {}, {}
+        ls_ece(_counted(labels, "uneven", cy), _counted(S, "uneven", cs), labels=[0, 1, 2])
+        assert _passes(cy, n_blocks) == _passes(cs, n_blocks) == 1
+        cy, cs = {}, {}  # without labels=, the class of each column needs all the labels first: a pass over y
+        ls_ece(_counted(labels, "uneven", cy), _counted(S, "uneven", cs))
+        assert (_passes(cy, n_blocks), _passes(cs, n_blocks)) == (2, 1)
+        cx, cy = {}, {}
+        BradleyTerryRanker(ci_method="bootstrap", n_bootstrap=3, random_state=0).fit(
+            _counted(X, "uneven", cx), _counted(yb, "uneven", cy))
+        assert _passes(cx, n_blocks) == _passes(cy, n_blocks) == 1
+        # private k-means with public bounds on a Dask array (size from the shape): one pass per quadtree level
+        # (inherent: each level's candidates are the children of the cells whose noisy counts passed), one for
+        # the cluster totals, one for inertia_; with boosting the runs' costs and inertias share one pass
+        Xk = _blobs(600, d=2)
+        for repeats, expected in ((1, 4 + 2), (2, 2 * (4 + 1) + 1)):
+            calls = {}
+            PrivateKMeans(3, bounds=(-8, 8), n_levels=4, n_repeats=repeats, random_state=0).fit(
+                _counted(Xk, "uneven", calls))
+            assert _passes(calls, n_blocks) == expected, repeats
+
+
 # ------------------------------------------------------------------------------------------------ ranking
 
 

@@ -12,10 +12,24 @@ Trust model: the workers see raw records, as the curator of the central model
 does (the cluster *is* the curator); only noisy releases leave the fit. The
 local model, where no one may see raw records, is refused.
 
-Passes over the data: one for the size (and the box when ``bounds=None``), one
-per quadtree level (the candidates of a level depend on the noisy counts of
-the level above), one for the cluster totals (one per round for DP-Lloyd), one
-for the boosting costs and one for ``inertia_``.
+Passes over the data (each pass computes every statistic it can at once):
+
+* the size, with the per-feature range when ``bounds=None``: none for a Dask
+  array with known chunks and public ``bounds`` (the size is its shape); one
+  otherwise (a DataFrame's partition lengths are unknown until read);
+* one per quadtree level: inherent, since the candidate cells of a level are
+  the children of the cells whose *noisy* counts of the level above passed the
+  threshold, and that noise is drawn on the client between the passes
+  (counting every non-empty cell of every level in one pass instead would
+  send tables that grow with the data, not with the model);
+* one for the cluster totals (one per round for DP-Lloyd): the clusters are
+  those of the centres found on the released tree (or the previous round);
+* one for ``inertia_``, the cost of the final centres; with ``n_repeats > 1``
+  it is fused with the pass that computes every run's cost for the
+  exponential mechanism (the inertia of each run is computed alongside).
+
+A greedy fit with public bounds on a Dask array thus reads each block
+``n_levels_ + 2`` times (``n_repeats * (n_levels_ + 1) + 1`` with boosting).
 """
 
 import math
@@ -78,9 +92,12 @@ def _group_totals(block, *, bounds, geometry, centers, n_groups, **kw):
     return np.bincount(groups, minlength=n_groups).astype(np.float64), sums
 
 
-def _costs(block, *, bounds, candidates, **kw):
-    Xc = _clipped(block, bounds, **kw)
-    return np.array([float(((Xc - C[nearest(Xc, C)]) ** 2).sum()) for C in candidates])
+def _costs_and_inertias(block, *, bounds, candidates, stored, **kw):
+    """The k-means cost of each candidate on the clipped records, then the inertia of each (raw records)."""
+    X = _matrix(block, **kw)
+    Xc = np.clip(X, *bounds)
+    costs = [float(((Xc - C[nearest(Xc, C)]) ** 2).sum()) for C in candidates]
+    return np.array(costs + [assign(X, C)[1] for C in stored])
 
 
 def _inertia(block, *, centers, **kw):
@@ -99,18 +116,31 @@ def _block_labels(block, centers):
 class _DaskRecords:
     """The fit's data as aligned blocks of a Dask collection (the counterpart of ``_Records``)."""
 
-    def __init__(self, X, blocks, n_features, name):
-        self.X, self.blocks, self.d, self.name = X, blocks, n_features, name
+    def __init__(self, X, blocks, n_features, name, dtype=np.float64):
+        self.X, self.blocks, self.d, self.name, self.dtype = X, blocks, n_features, name, dtype
         self.kw = dict(n_features=n_features, name=name)
-        n, self._min, self._max = reduce_blocks(partial(_summary, **self.kw), blocks, combine=_merge_summary)
-        self.n = int(n[0])
-        if self.n == 0:
+        self._summary = None
+        self._inertias = []  # (centres as the estimator stores them, inertia) from the boosting costs' pass
+        chunks = getattr(X, "chunks", None)
+        n = None if chunks is None or any(math.isnan(c) for c in chunks[0]) else int(sum(chunks[0]))
+        if n is None:
+            n = self._summarize()[0]
+        if n == 0:
             raise ValueError(f"Found array with 0 sample(s) (shape=(0, {n_features})) while a minimum of 1 is "
                              f"required by {name}.")
+        self.n = n
         self.bounds = None
 
+    def _summarize(self):
+        """One pass: the size and the per-feature range (only when the size is unknown or the box is needed)."""
+        if self._summary is None:
+            n, lo, hi = reduce_blocks(partial(_summary, **self.kw), self.blocks, combine=_merge_summary)
+            self._summary = (int(n[0]), lo, hi)
+        return self._summary
+
     def data_range(self):
-        return self._min.copy(), self._max.copy()
+        _, lo, hi = self._summarize()
+        return lo.copy(), hi.copy()
 
     def set_bounds(self, bounds):
         self.bounds = (bounds[0].copy(), bounds[1].copy())
@@ -145,17 +175,31 @@ class _DaskRecords:
         return counts, sums, (lower + upper) / 2.0, ledger
 
     def costs(self, candidates):
-        return self._reduce(_costs, candidates=candidates)
+        """The runs' costs on the clipped records; the same pass computes each run's ``inertia_`` (raw records)."""
+        stored = [np.asarray(C).astype(self.dtype).astype(np.float64) for C in candidates]
+        both = self._reduce(_costs_and_inertias, candidates=candidates, stored=stored)
+        self._inertias = list(zip(stored, both[len(candidates):]))
+        return both[:len(candidates)]
 
     def step_tables(self, geometry, n_levels):
         return self._reduce(_step_tables, combine=merge_step_tables, geometry=geometry, n_levels=n_levels)
 
     def labels_and_inertia(self, centers):
-        """``inertia_`` reduced now; ``labels_`` a lazy Dask array (computing it is one more pass)."""
-        inertia = reduce_blocks(partial(_inertia, centers=centers, **self.kw), self.blocks)
+        """``inertia_`` (from the boosting pass when it computed it, else one pass); ``labels_`` a lazy Dask array
+        (computing it is one more pass)."""
+        inertia = next((value for C, value in self._inertias if _same_rows(C, centers)), None)
+        if inertia is None:
+            inertia = reduce_blocks(partial(_inertia, centers=centers, **self.kw), self.blocks)[0]
         arr = self.X if hasattr(self.X, "chunks") else self.X.to_dask_array()
         labels = arr.rechunk({1: -1}).map_blocks(_block_labels, centers, drop_axis=1, dtype=np.int64)
-        return labels, float(inertia[0])
+        return labels, float(inertia)
+
+
+def _same_rows(A, B):
+    """Whether ``B`` holds the rows of ``A`` in some order (the fit sorts the chosen run's centres by size)."""
+    if A.shape != B.shape:
+        return False
+    return np.array_equal(A[np.lexsort(A.T)], B[np.lexsort(B.T)])
 
 
 def dask_records(est, X, *, reset):
@@ -177,4 +221,4 @@ def dask_records(est, X, *, reset):
         raise ValueError(f"X has {d} features, but {name} is expecting {est.n_features_in_} features as input.")
     dtypes = list(X.dtypes) if columns is not None else [X.dtype]
     dtype = np.float32 if all(np.dtype(t) == np.float32 for t in dtypes) else np.float64
-    return _DaskRecords(X, aligned_blocks(name, "X", X, {}), d, name), dtype
+    return _DaskRecords(X, aligned_blocks(name, "X", X, {}), d, name, dtype), dtype

@@ -1,12 +1,20 @@
 """Calibration metrics on Dask collections: additive binning per block, the in-memory finish on the client.
 
-Three passes over the blocks, each returning statistics whose size does not
-grow with the number of samples: the distinct labels of ``y_true``; per binary
-problem the range of the finite scores and the weights of the point masses at
-``+-inf``; then the linear binning of ``w`` and ``w * y`` onto the Gaussian
-grid (LS-ECE, the reliability curve) or the per-bin totals (binned ECE). The
-grid, the FFT convolution and the integral are the in-memory code, run on the
-summed grids.
+One pass over the blocks computes every statistic at once, each of a size
+that does not grow with the number of samples: the block's distinct labels
+(checked on the client as in memory), per binary problem the range of the
+finite scores and the weights of the point masses at ``+-inf``, and the linear
+binning of ``w`` and ``w * y`` onto the Gaussian grid (LS-ECE, the reliability
+curve) or the per-bin totals (binned ECE). The grid needs no first pass for
+its range: its nodes are the multiples of the step ``sigma/64`` (see
+:func:`~._ls_ece.grid_layout`), so each block bins onto the nodes its own
+scores reach and the grids add up after aligning their first nodes.
+
+With 2-D scores and ``labels=None`` the class of each column is the sorted
+set of all labels, which no block knows alone: a first, light pass collects
+the distinct labels of ``y_true`` (passing ``labels=``, e.g. the classifier's
+``classes_``, saves it). The grid, the FFT convolution and the integral are
+the in-memory code, run on the summed grids.
 """
 
 from functools import partial
@@ -14,11 +22,11 @@ from functools import partial
 import numpy as np
 from sklearn.utils import column_or_1d
 
-from ..utils._dask import aligned_blocks, reduce_blocks
+from ..utils._dask import aligned_blocks, is_dask_collection, reduce_blocks
 from ._backend import get_ops
 from ._binned_ece import bin_totals, ece_from_bins, reliability_from_totals
 from ._calibration_input import _binary_labels, prepare_binary_problems
-from ._ls_ece import bin_onto_grid, grid_layout, smooth_grid
+from ._ls_ece import _MAX_GRID, bin_onto_grid, grid_layout, smooth_grid
 from ._reliability import curve_from_sums, sort_curve
 
 _NUMPY = get_ops(np.zeros(1))
@@ -26,46 +34,53 @@ _NUMPY = get_ops(np.zeros(1))
 
 def _blocks(caller, y_true, y_score, sample_weight):
     inputs = {"y_score": y_score, "y_true": y_true, "sample_weight": sample_weight}
-    from ..utils._dask import is_dask_collection
-
     main = next(name for name, obj in inputs.items() if is_dask_collection(obj))
     others = {name: obj for name, obj in inputs.items() if name != main}
     return aligned_blocks(caller, main, inputs[main], others)
 
 
-def _block_labels(block):
-    y = column_or_1d(np.asarray(block["y_true"]))
+def _distinct(y):
+    """Sorted distinct labels; a counting pass for small integer ranges (0/1 outcomes), else a sort."""
+    if y.dtype.kind in "iub" and y.size:
+        lo, hi = int(y.min()), int(y.max())
+        if hi - lo < 1024:
+            return (np.flatnonzero(np.bincount((y.astype(np.int64) - lo))) + lo).astype(y.dtype)
     return np.unique(y)
+
+
+def _block_labels(block):
+    return _distinct(column_or_1d(np.asarray(block["y_true"])))
 
 
 def _merge_labels(parts):
     return np.unique(np.concatenate(parts))
 
 
-def _resolve_labels(caller, blocks, y_score, labels, pos_label):
-    """Global label handling, on the distinct labels: ``(labels, pos_label)`` to pass to every block."""
-    classes = reduce_blocks(_block_labels, blocks, combine=_merge_labels)
-    two_d = y_score.ndim == 2 and y_score.shape[1] != 1
-    if not two_d:
-        _binary_labels(classes, pos_label, caller)  # the in-memory checks, on the distinct labels
-        return None, 1 if pos_label is None else pos_label
-    if labels is None:
-        n_classes = y_score.shape[1]
-        if classes.size != n_classes:
-            raise ValueError(f"{caller}: y_score has {n_classes} columns but y_true contains {classes.size} distinct "
-                             f"labels; pass labels= (the class of each column, e.g. estimator.classes_).")
-        labels = classes
-    return labels, pos_label
+def _column_labels(caller, blocks, y_score, labels):
+    """2-D scores: the class of each column (``labels``, or the sorted labels of ``y_true``: one light pass)."""
+    if labels is not None:
+        return labels
+    only_y = [{"y_true": b["y_true"]} for b in blocks]  # the scores' blocks are not read
+    classes = reduce_blocks(_block_labels, only_y, combine=_merge_labels)
+    n_classes = y_score.shape[1]
+    if classes.size != n_classes:
+        raise ValueError(f"{caller}: y_score has {n_classes} columns but y_true contains {classes.size} distinct "
+                         f"labels; pass labels= (the class of each column, e.g. estimator.classes_).")
+    return classes
 
 
 def _block_problems(block, *, caller, response, multiclass, labels, pos_label):
-    """The binary problems of one block (numpy), with the block's validated weights."""
+    """The binary problems of one block (numpy), with the block's validated weights, and its distinct labels."""
     y = column_or_1d(np.asarray(block["y_true"]))
     score = np.asarray(block["y_score"])
     if y.shape[0] == 0:
-        return []
-    if labels is None:  # 1-D scores: the labels were checked on the client; 0/1 outcomes take the fast path
-        y, pos_label = (y == pos_label).astype(np.int64), 1
+        return [], y[:0]
+    classes = None
+    if labels is None:  # 1-D scores: the block's labels are checked here and (all of them) on the client
+        classes = _distinct(y)
+        _binary_labels(classes, None if pos_label is None else pos_label, caller)  # > 2 labels: refused here
+        positive = 1 if pos_label is None else pos_label
+        y, pos_label = (y == positive).astype(np.int64), 1
     _, problems = prepare_binary_problems(y, score, response=response, multiclass=multiclass, labels=labels,
                                           pos_label=pos_label, sample_weight=None, caller=caller)
     if block["sample_weight"] is not None:
@@ -76,81 +91,106 @@ def _block_problems(block, *, caller, response, multiclass, labels, pos_label):
             raise ValueError(f"{caller}: bad sample_weight: weights must be finite and non-negative.")
         for p in problems:
             p.w = w
-    return problems
+    return problems, classes
 
 
-def _block_ranges(block, **kw):
-    """Per problem: [min finite z, max finite z, W, finite W, w at +inf, wy at +inf, w at -inf, wy at -inf]."""
-    rows = []
-    for p in _block_problems(block, **kw):
-        finite = np.isfinite(p.z)
-        zf = p.z[finite]
-        pos, neg = p.z == np.inf, p.z == -np.inf
-        wy = p.w * p.y
-        rows.append([zf.min() if zf.size else np.inf, zf.max() if zf.size else -np.inf, p.w.sum(),
-                     p.w[finite].sum(), p.w[pos].sum(), wy[pos].sum(), p.w[neg].sum(), wy[neg].sum()])
-    return np.asarray(rows, dtype=np.float64).reshape(-1, 8)
+def _ranges(p):
+    """[min finite z, max finite z, W, finite W, w at +inf, wy at +inf, w at -inf, wy at -inf]."""
+    finite = np.isfinite(p.z)
+    zf = p.z[finite]
+    pos, neg = p.z == np.inf, p.z == -np.inf
+    wy = p.w * p.y
+    return [zf.min() if zf.size else np.inf, zf.max() if zf.size else -np.inf, p.w.sum(), p.w[finite].sum(),
+            p.w[pos].sum(), wy[pos].sum(), p.w[neg].sum(), wy[neg].sum()]
 
 
-def _merge_ranges(parts):
-    parts = [p for p in parts if len(p)]
+def _lattice_grid(p, sigma):
+    """``(k0, A, B)``: the problem's finite scores binned onto the nodes ``k * h`` they reach, or None."""
+    finite = np.isfinite(p.z)
+    if not finite.any():
+        return None
+    z, y, w = p.z[finite], p.y[finite], p.w[finite]
+    h, _, k0, n_grid = grid_layout(float(z.min()), float(z.max()), sigma)
+    A, B = bin_onto_grid(_NUMPY, z, y, w, k0, h, n_grid)
+    return k0, A, B
+
+
+def _block_stats(block, *, grid, **kw):
+    """One pass over one block: ``(distinct labels, ranges per problem, grid or bin totals per problem)``."""
+    problems, classes = _block_problems(block, **kw)
+    rows = np.asarray([_ranges(p) for p in problems], dtype=np.float64).reshape(-1, 8)
+    kind, arg = grid
+    if kind == "lattice":
+        parts = [_lattice_grid(p, arg) for p in problems]
+    else:
+        parts = [bin_totals(p.prob, p.y, p.w, arg) for p in problems]
+    return classes, rows, parts
+
+
+def _add_lattice(grids):
+    """Sum of ``(k0, A, B)`` grids on the common lattice (aligned on their first nodes)."""
+    grids = [g for g in grids if g is not None]
+    if not grids:
+        return None
+    k0 = min(g[0] for g in grids)
+    n = max(g[0] + len(g[1]) for g in grids) - k0
+    A, B = np.zeros(n), np.zeros(n)
+    for start, a, b in grids:
+        A[start - k0:start - k0 + len(a)] += a
+        B[start - k0:start - k0 + len(b)] += b
+    return k0, A, B
+
+
+def _merge_stats(parts, *, kind):
+    parts = [p for p in parts if len(p[1])]
     if not parts:
-        return np.zeros((0, 8))
-    stack = np.stack(parts)
-    out = stack.sum(axis=0)
-    out[:, 0] = stack[:, :, 0].min(axis=0)
-    out[:, 1] = stack[:, :, 1].max(axis=0)
-    return out
+        return None, np.zeros((0, 8)), []
+    classes = [p[0] for p in parts if p[0] is not None]
+    classes = np.unique(np.concatenate(classes)) if classes else None
+    stack = np.stack([p[1] for p in parts])
+    rows = stack.sum(axis=0)
+    rows[:, 0] = stack[:, :, 0].min(axis=0)
+    rows[:, 1] = stack[:, :, 1].max(axis=0)
+    n_problems = len(parts[0][2])
+    if kind == "lattice":
+        merged = [_add_lattice([p[2][i] for p in parts]) for i in range(n_problems)]
+    else:
+        merged = [tuple(sum(p[2][i][j] for p in parts) for j in range(3)) for i in range(n_problems)]
+    return classes, rows, merged
 
 
-def _block_grids(block, *, layouts, **kw):
-    """Per problem: the linearly binned ``(A, B)`` on its grid (finite scores only)."""
-    out = []
-    for p, layout in zip(_block_problems(block, **kw), layouts):
-        if layout is None:
-            out.append(None)
-            continue
-        z_min, h, radius, n_grid = layout
-        finite = np.isfinite(p.z)
-        out.append(bin_onto_grid(_NUMPY, p.z[finite], p.y[finite], p.w[finite], z_min, h, radius, n_grid))
-    return out
-
-
-def _merge_grids(parts):
-    parts = [p for p in parts if p]
-    if not parts:
-        return []
-    merged = []
-    for i in range(len(parts[0])):
-        pieces = [p[i] for p in parts if p[i] is not None]
-        merged.append(None if not pieces else (sum(a for a, _ in pieces), sum(b for _, b in pieces)))
-    return merged
-
-
-def _smoothed_problems(caller, y_true, y_score, sample_weight, *, sigma, response, multiclass, labels, pos_label):
-    """Per problem: ``(W, atoms sums, (t, A, B) or None)`` after the three passes."""
+def _one_pass(caller, y_true, y_score, sample_weight, *, grid, response, multiclass, labels, pos_label):
+    """The labels (when needed), then one pass: ``(ranges per problem, grids or bin totals per problem)``."""
     blocks = _blocks(caller, y_true, y_score, sample_weight)
-    labels, pos_label = _resolve_labels(caller, blocks, y_score, labels, pos_label)
+    two_d = y_score.ndim == 2 and y_score.shape[1] != 1
+    if two_d:
+        labels = _column_labels(caller, blocks, y_score, labels)
+    else:
+        labels = None
     kw = dict(caller=caller, response=response, multiclass=multiclass, labels=labels, pos_label=pos_label)
-    ranges = reduce_blocks(partial(_block_ranges, **kw), blocks, combine=_merge_ranges)
-    if len(ranges) == 0:
+    classes, rows, parts = reduce_blocks(partial(_block_stats, grid=grid, **kw), blocks,
+                                         combine=partial(_merge_stats, kind=grid[0]))
+    if len(rows) == 0:
         raise ValueError(f"{caller}: found 0 samples; at least 1 is required.")
-    if not ranges[0, 2] > 0:
+    if classes is not None:
+        _binary_labels(classes, pos_label, caller)  # the in-memory checks, on all the distinct labels
+    if not rows[0, 2] > 0:
         raise ValueError(f"{caller}: sample_weight sums to 0.")
-    layouts = []
-    for z_min, z_max, _, w_finite, *_ in ranges:
-        if not (np.isfinite(z_min) and w_finite > 0):
-            layouts.append(None)
-            continue
-        h, radius, n_grid = grid_layout(float(z_min), float(z_max), sigma)
-        layouts.append((float(z_min), h, radius, n_grid))
-    grids = reduce_blocks(partial(_block_grids, layouts=layouts, **kw), blocks, combine=_merge_grids)
+    return rows, parts
+
+
+def _smoothed_problems(caller, y_true, y_score, sample_weight, *, sigma, **kw):
+    """Per problem: ``(ranges row, (t, A, B, h) or None)`` after one pass."""
+    rows, grids = _one_pass(caller, y_true, y_score, sample_weight, grid=("lattice", sigma), **kw)
     out = []
-    for row, layout, grid in zip(ranges, layouts, grids if grids else [None] * len(layouts)):
+    for row, grid in zip(rows, grids):
         smooth = None
-        if layout is not None:
-            z_min, h, radius, n_grid = layout
-            t, A, B = smooth_grid(_NUMPY, grid[0], grid[1], z_min, h, radius, n_grid, sigma)
+        if grid is not None and row[3] > 0:
+            k0, A, B = grid
+            h, radius, k0_all, n_grid = grid_layout(float(row[0]), float(row[1]), sigma)  # the in-memory grid
+            if (k0, len(A)) != (k0_all, n_grid) or n_grid > _MAX_GRID:  # pragma: no cover - lattice invariant
+                raise RuntimeError(f"{caller}: the blocks' grids do not tile the grid of the whole data.")
+            t, A, B = smooth_grid(_NUMPY, A, B, k0, h, radius, n_grid, sigma)
             smooth = (t, A, B, h)
         out.append((row, smooth))
     return out
@@ -199,31 +239,13 @@ def ls_reliability_curve_dask(y_true, y_score, *, sigma, noise, response, labels
     return sort_curve(prob_true, prob_pred)
 
 
-def _block_bins(block, *, edges, **kw):
-    return tuple(bin_totals(p.prob, p.y, p.w, edges) for p in _block_problems(block, **kw))
-
-
-def _merge_bins(parts):
-    parts = [p for p in parts if p]
-    if not parts:
-        return ()
-    return tuple(tuple(sum(p[i][j] for p in parts) for j in range(3)) for i in range(len(parts[0])))
-
-
 def binned_ece_dask(y_true, y_score, *, n_bins, strategy, response, multiclass, labels, pos_label, sample_weight):
     """:func:`binned_ece` (equal-width bins) on Dask collections."""
     caller = "binned_ece"
     if strategy != "uniform":
         raise ValueError(f"{caller}: on Dask collections only strategy='uniform' is computed (equal-mass bins need "
                          f"a global sort of the scores); got strategy={strategy!r}.")
-    blocks = _blocks(caller, y_true, y_score, sample_weight)
-    labels, pos_label = _resolve_labels(caller, blocks, y_score, labels, pos_label)
     edges = np.linspace(0.0, 1.0, n_bins + 1)
-    totals = reduce_blocks(partial(_block_bins, edges=edges, caller=caller, response=response,
-                                   multiclass=multiclass, labels=labels, pos_label=pos_label),
-                           blocks, combine=_merge_bins)
-    if not totals:
-        raise ValueError(f"{caller}: found 0 samples; at least 1 is required.")
-    if not totals[0][0].sum() > 0:
-        raise ValueError(f"{caller}: sample_weight sums to 0.")
+    _, totals = _one_pass(caller, y_true, y_score, sample_weight, grid=("bins", edges), response=response,
+                          multiclass=multiclass, labels=labels, pos_label=pos_label)
     return float(np.mean([ece_from_bins(*reliability_from_totals(*t)) for t in totals]))

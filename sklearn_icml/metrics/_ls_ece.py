@@ -31,20 +31,29 @@ def _split_infinite(ops, problem):
 
 
 def grid_layout(z_min, z_max, sigma):
-    """Step ``h``, kernel radius (in steps) and size of the grid covering ``[z_min, z_max]``."""
+    """Step ``h``, kernel radius (in steps), first node ``k0`` and size of the grid covering ``[z_min, z_max]``.
+
+    The nodes are the multiples ``k * h`` of the step (node ``i`` sits at
+    ``(k0 + i) * h``), a lattice fixed by ``sigma`` alone: a score is binned
+    onto the same two nodes with the same fractions whatever the other
+    scores, so grids binned separately (per block of a Dask collection) add up
+    to the grid of the whole data.
+    """
     h = sigma / _STEPS_PER_SIGMA
     radius = int(math.ceil(_GAUSS_RADIUS * _STEPS_PER_SIGMA))
-    n_grid = int(math.ceil((z_max - z_min) / h)) + 2 * radius + 2
+    inv_h = 1.0 / h
+    k0 = int(math.floor(z_min * inv_h)) - radius
+    n_grid = int(math.floor(z_max * inv_h)) - k0 + radius + 2
     if n_grid > _MAX_GRID:
         raise ValueError(f"ls_ece: the scores span {z_max - z_min:.4g} logit units, which at sigma={sigma:g} needs a "
                          f"grid of {n_grid} points (at most {_MAX_GRID}); use a larger sigma or estimator='mc'.")
-    return h, radius, n_grid
+    return h, radius, k0, n_grid
 
 
-def bin_onto_grid(ops, z, y, w, z_min, h, radius, n_grid):
+def bin_onto_grid(ops, z, y, w, k0, h, n_grid):
     """Linear binning of the weights ``w`` (``B``) and ``w * y`` (``A``): additive over the samples."""
-    u = (z - z_min) * (1.0 / h) + radius
-    lower = ops.floor_int(u)  # u >= 0: truncation is the floor
+    u = z * (1.0 / h) - k0
+    lower = ops.floor_int(u)
     frac = u - lower
     wy = w * y
     b_hi, a_hi = w * frac, wy * frac
@@ -53,13 +62,13 @@ def bin_onto_grid(ops, z, y, w, z_min, h, radius, n_grid):
     return A, B
 
 
-def smooth_grid(ops, A, B, z_min, h, radius, n_grid, sigma):
+def smooth_grid(ops, A, B, k0, h, radius, n_grid, sigma):
     """FFT convolution of the binned sums with the sampled Gaussian density; returns ``(t, A, B)``."""
     offsets = (ops.arange(2 * radius + 1) - radius) * h
     kernel = ops.exp(-0.5 * (offsets / sigma) ** 2) / (sigma * math.sqrt(2 * math.pi))
     A = ops.fft_convolve(A, kernel)[radius:radius + n_grid]
     B = ops.fft_convolve(B, kernel)[radius:radius + n_grid]
-    t = z_min + (ops.arange(n_grid) - radius) * h
+    t = (ops.arange(n_grid) + k0) * h
     return t, A, B
 
 
@@ -71,9 +80,9 @@ def _gaussian_grid_sums(ops, z, y, w, sigma):
     density. Returns ``(t, A, B, h)``.
     """
     z_min, z_max = ops.item(z.min()), ops.item(z.max())
-    h, radius, n_grid = grid_layout(z_min, z_max, sigma)
-    A, B = bin_onto_grid(ops, z, y, w, z_min, h, radius, n_grid)
-    t, A, B = smooth_grid(ops, A, B, z_min, h, radius, n_grid, sigma)
+    h, radius, k0, n_grid = grid_layout(z_min, z_max, sigma)
+    A, B = bin_onto_grid(ops, z, y, w, k0, h, n_grid)
+    t, A, B = smooth_grid(ops, A, B, k0, h, radius, n_grid, sigma)
     return t, A, B, h
 
 
