@@ -121,7 +121,7 @@ def _move_state(old_opt, old_model, new_opt, new_model, carry):
 def train_adaptive(model, resize, scheduler, batches, *, target_loss, loss_fn, eval_fn, flops_per_step,
                    shape=None, start_loss=None, learning_rate=1e-3, optimizer="adam", optimizer_state="reset",
                    batch_size=32, max_steps=10000, eval_every=50, stall_patience=None, min_gain=0.01, device="cpu",
-                   random_state=None, verbose=0):
+                   random_state=None, verbose=0, max_compute=None):
     """Train ``model``, changing its shape at the loss levels of an adaptive schedule.
 
     The model starts in the schedule's first shape (``resize(model, shape)``
@@ -130,7 +130,8 @@ def train_adaptive(model, resize, scheduler, batches, *, target_loss, loss_fn, e
     model is resized to the next shape and a new optimizer is made. A stall
     guard moves on when the loss has not improved by a relative ``min_gain``
     over ``stall_patience`` evaluations (a law's floor may lie below what the
-    shape really reaches). Training stops at ``target_loss`` or ``max_steps``.
+    shape really reaches). Training stops at ``target_loss``, ``max_steps`` or
+    ``max_compute``.
 
     Parameters
     ----------
@@ -176,8 +177,9 @@ def train_adaptive(model, resize, scheduler, batches, *, target_loss, loss_fn, e
         Mini-batch size when ``batches`` holds arrays.
     max_steps : int, default=10000
         Step budget.
-    eval_every : int, default=50
-        Steps between evaluations.
+    eval_every : int or callable, default=50
+        Steps between evaluations, or ``eval_every(shape) -> int`` (e.g. fewer
+        steps for a dearer shape, to evaluate at even compute intervals).
     stall_patience : int or None, default=None
         Evaluations without a relative ``min_gain`` improvement before moving
         to the next shape; None disables the guard.
@@ -189,6 +191,8 @@ def train_adaptive(model, resize, scheduler, batches, *, target_loss, loss_fn, e
         Seeds the mini-batch order.
     verbose : int, default=0
         Progress lines at each evaluation and shape change.
+    max_compute : float or None, default=None
+        Compute budget: training stops at the first evaluation past it.
 
     Returns
     -------
@@ -222,10 +226,15 @@ def train_adaptive(model, resize, scheduler, batches, *, target_loss, loss_fn, e
 
     name = "train_adaptive"
     for label, value, kind in (("batch_size", batch_size, Integral), ("max_steps", max_steps, Integral),
-                               ("eval_every", eval_every, Integral), ("learning_rate", learning_rate, Real),
-                               ("target_loss", target_loss, Real)):
+                               ("learning_rate", learning_rate, Real), ("target_loss", target_loss, Real)):
         if not isinstance(value, kind) or isinstance(value, bool) or value <= 0:
             raise ValueError(f"{name}: {label} must be a positive number; got {value!r}.")
+    every = eval_every if callable(eval_every) else (lambda shape: eval_every)
+    if not callable(eval_every) and (not isinstance(eval_every, Integral) or isinstance(eval_every, bool)
+                                     or eval_every <= 0):
+        raise ValueError(f"{name}: eval_every must be a positive int or a callable; got {eval_every!r}.")
+    if max_compute is not None and (not isinstance(max_compute, Real) or max_compute <= 0):
+        raise ValueError(f"{name}: max_compute must be None or a positive number; got {max_compute!r}.")
     if optimizer not in ("adam", "sgd"):
         raise ValueError(f"{name}: optimizer must be 'adam' or 'sgd'; got {optimizer!r}.")
     if optimizer_state not in ("reset", "carry"):
@@ -249,7 +258,7 @@ def train_adaptive(model, resize, scheduler, batches, *, target_loss, loss_fn, e
             current = copy.deepcopy(model)
         current = current.to(device).train()
         opt = opt_class(current.parameters(), lr=learning_rate)
-        compute, best_recent = 0.0, []
+        compute, best_recent, since_eval = 0.0, [], 0
         stream = _batches(batches, batch_size, generator, device)
         start = time.perf_counter()
         for step in range(1, max_steps + 1):
@@ -263,8 +272,10 @@ def train_adaptive(model, resize, scheduler, batches, *, target_loss, loss_fn, e
             opt.step()
             compute += float(flops_per_step(shape))
             result.n_steps = step
-            if step % eval_every:
+            since_eval += 1
+            if since_eval < max(int(every(shape)), 1):
                 continue
+            since_eval = 0
             current.eval()
             with torch.no_grad():
                 value = float(eval_fn(current))
@@ -275,6 +286,8 @@ def train_adaptive(model, resize, scheduler, batches, *, target_loss, loss_fn, e
                            compute=compute)
             if value <= target_loss:
                 result.reached, result.compute_to_target = True, compute
+                break
+            if max_compute is not None and compute >= max_compute:
                 break
             best_recent.append(value)
             stalled = (stall_patience is not None and len(best_recent) > stall_patience
