@@ -549,7 +549,7 @@ def vit_experiment(args):
     def flops(p):
         return patch_vit_flops(ref, batch, patch_size=p)
 
-    def every(p, n_evals=30):  # evaluations at even compute intervals: about n_evals per static run
+    def every(p, n_evals=25):  # evaluations at even compute intervals: about n_evals per static run
         return max(1, int(round(budget / n_evals / flops(p))))
 
     on = "GPU" if device != "cpu" else "CPU"
