@@ -68,5 +68,8 @@ run $py benchmarks/bench_auto_linear.py --device cuda --seeds 1 --only gpu --out
 run $py benchmarks/bench_wgan.py --device cuda --seeds 1 --only gpu --output "$report" --results-dir "$out/results"
 # S18 ExpandAndCluster: a 64-32-10 digits teacher, N = 20, rho = 2: recovered widths, alignment, fit time CPU vs GPU
 run $py benchmarks/bench_expand_cluster.py --device cuda --seeds 1 --digits --no-recovery --no-cost --output "$report" --results-dir "$out/results"
+# S19 scaling: the paper's own shape, a ViT patch-size schedule (8 -> 4 -> 2, digits at 32x32), 3 seeds,
+# 2e12 FLOPs per static patch size: realised against predicted adaptive / best static FLOPs
+run $py benchmarks/bench_scaling.py --device cuda --seeds 3 --only vit --vit-budget 2e12 --output "$report" --results-dir "$out/results"
 echo "gpu.sh finished with status $status; tables in $report"
 exit $status
