@@ -1,22 +1,25 @@
 """Meta-learned likelihood-free BO (MALIBO) against random search, GP-EI, re-evaluated optima and LFBO.
 
-Five questions, each a table (or three):
+Six questions, each a table (or three), one ``--part`` each:
 
-0. Overhead of the shared training layer: seconds per meta-training epoch of
+0. Overhead of the shared training layer (overhead): seconds per meta-training epoch of
    MetaLFBOClassifier.meta_fit against the hand-written loop it replaced (a
    copy is kept below), same tasks, seeds and epochs.
-1. Forrester family (MALIBO's demonstration family): simple regret on held-out
+1. Port of meta-training onto the training layer (port): held-out median regret on the shifted
+   Forrester family after meta-training with the former hand loop, with the layer over observations
+   (the first port) and with the layer over rows (MALIBO's, the estimator now), paired over seeds.
+2. Forrester family (MALIBO's demonstration family): simple regret on held-out
    tasks after n = 1, 4, 8, 16 evaluations; median, mean and share of
    tasks with regret < 0.1.
-2. Shifted Forrester family (the optimum moves with the task, so copying
+3. Shifted Forrester family (the optimum moves with the task, so copying
    earlier optima fails): the same.
-3. Cost of one ``observe`` + ``suggest`` at 500 observations in 6-D, against
+4. Cost of one ``observe`` + ``suggest`` at 500 observations in 6-D, against
    one ``tell`` + ``ask`` of scikit-optimize's GP-EI optimiser, side by side.
-4. MetaBayesSearchCV (defaults) on the HPO family (an RBF SVM on variants of
+5. MetaBayesSearchCV (defaults) on the HPO family (an RBF SVM on variants of
    scikit-learn's datasets): evaluations needed to reach the best
    cross-validated score of the full grid, against RandomizedSearchCV on the
    same grid and folds (meta-data: the full grids of the other tasks).
-5. Tabulated 4-D HPO family (``make_tabular_hpo_tasks``: elastic-net SGD, 4
+6. Tabulated 4-D HPO family (``make_tabular_hpo_tasks``: elastic-net SGD, 4
    continuous hyper-parameters, 12 related datasets, validation log loss
    looked up in a 512-point table): regret curves n = 1..64 on held-out
    tasks. Seed s holds out variant s mod 3 of each of the 4 base datasets
@@ -26,7 +29,7 @@ Five questions, each a table (or three):
    LFBO, random search and re-evaluating the other tasks' observed points,
    most transferable first.
 
-Methods of 1-2: MetaBayesianOptimizer (ours, default network, meta-trained on
+Methods of 2-3: MetaBayesianOptimizer (ours, default network, meta-trained on
 256 tasks x 32 random points), the same with the paper's network size (50
 features, 64 hidden units, 5 layers, up to 2048 epochs; with --paper-network), the
 default without the gradient-boosting residual (an ablation, same meta-trained
@@ -37,17 +40,24 @@ transferable first (ordered by their mean quantile on the other tasks, read
 off each task's nearest observation).
 
 Run: python benchmarks/bench_meta_bo.py [--quick] [--seeds N] [--output FILE]
-                                       [--part {overhead,regret,cost,hpo,tabular}]
-                                       [--paper-network]
+                                       [--part {overhead,port,regret,cost,hpo,tabular}]
+                                       [--paper-network] [--port-epochs E] [--port-n N]
+                                       [--port-noise-ablation]
+
+Each run rewrites benchmarks/results/meta_bo.json with the tables of the parts it ran and keeps
+the tables of the other parts from the file as it was (each table notes the command that made it).
 """
 
 import argparse
+import json
 import os
+import shlex
+import sys
 import time
 import warnings
 
 import numpy as np
-from _bench import Table, bench_args, emit
+from _bench import Table, bench_args, emit, paired_verdict, results_path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -67,8 +77,35 @@ CHECKPOINTS = (1, 4, 8, 16)
 ABLATION = "MetaBayesianOptimizer(residual=False)"
 PAPER = "MetaBayesianOptimizer, paper's network"
 PAPER_NETWORK = dict(n_features=50, n_hidden=64, n_layers=5, max_iter=2048)
-PARTS = ("overhead", "regret", "cost", "hpo", "tabular")
+PARTS = ("overhead", "port", "regret", "cost", "hpo", "tabular")
 TABULAR_CHECKPOINTS = (1, 2, 4, 8, 16, 32, 64)
+# the part of the script that writes a table, by the start of its title (for merging parts into the results file)
+PART_TITLES = (("overhead", "Meta-training seconds per epoch"), ("port", "Port of meta-training"),
+               ("regret", "Forrester family"), ("regret", "Shifted Forrester family"), ("cost", "Cost of one observe"),
+               ("hpo", "Evaluations to reach the full grid"), ("tabular", "Tabulated SGD family"))
+
+
+def table_part(title):
+    """The part of the script that writes the table titled ``title`` (None if unknown)."""
+    return next((part for part, prefix in PART_TITLES if title.startswith(prefix)), None)
+
+
+def merge_parts(path, kept, kept_estimators):
+    """Add the tables of parts not run now, kept from the results file as it was, to the file just saved.
+
+    Each run rewrites ``<results-dir>/meta_bo.json`` with its own tables; the parts run by earlier commands
+    (each table says which command made it) stay, in the order of ``PARTS``. The provenance is this run's.
+    """
+    if not kept:
+        return
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    tables = doc["tables"] + kept
+    order = {part: i for i, part in enumerate(PARTS)}
+    doc["tables"] = sorted(tables, key=lambda t: order.get(table_part(t["title"]), len(PARTS)))
+    doc["estimators"] = sorted(set(doc["estimators"]) | set(kept_estimators))
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    tmp.replace(path)
 
 
 # -- baselines ---------------------------------------------------------------------------------------------
@@ -399,20 +436,26 @@ def tabular_tables(args, sizes):
 # -- training-layer overhead: the meta-training loop before the port, kept for comparison -----------------------
 def hand_loop_meta_train(tasks, *, n_features, n_hidden, n_layers, max_iter, random_state, gamma=1 / 3,
                          weight_type="ei", embedding_loss_weight=0.1, embedding_noise=0.1, batch_size=256,
-                         learning_rate=1e-3, lr_decay=0.999):
+                         learning_rate=1e-3, lr_decay=0.999, validation_fraction=0.0, split="task", patience=20):
     """MetaLFBOClassifier's meta-training loop as it was before it moved onto the shared training layer.
 
-    A verbatim copy of the hand-written loop (rows of the likelihood-free training sets, Adam, exponential
-    decay), without its validation split: ``max_iter`` epochs, for the epoch-time comparison only.
-    Returns the per-epoch training losses.
+    A copy of the hand-written loop: rows of the likelihood-free training sets, batches of ``batch_size``
+    rows, one embedding-noise draw per row, Adam, exponential decay. With ``validation_fraction > 0`` its
+    early stopping: ``split="task"`` (the former loop's) holds out ``int(validation_fraction * n_t)``
+    observations of each task (both rows of an observation), ``split="observations"`` that share of all
+    observations at random (as the training layer does); training stops after ``patience`` epochs without
+    a lower validation loss and keeps the best weights. Without it, ``max_iter`` epochs (the overhead
+    table). Returns ``(loss_curve, state)``, ``state`` in the layout of ``MetaLFBOClassifier._meta_state``.
     """
+    import math
+
     import torch.nn.functional as F
     from sklearn.utils import check_random_state
 
     from sklearn_icml.optimize._lfbo import _lfbo_rows
     from sklearn_icml.optimize._meta_lfbo import _init_network, _null_penalty_scales
     from sklearn_icml.optimize._meta_lfbo_net import embedding_penalty_terms
-    from sklearn_icml.utils._torch import to_tensor, torch_generator
+    from sklearn_icml.utils._torch import to_numpy, to_tensor, torch_generator
 
     rng = check_random_state(random_state)
     device, tdtype = torch.device("cpu"), torch.float64
@@ -420,15 +463,28 @@ def hand_loop_meta_train(tasks, *, n_features, n_hidden, n_layers, max_iter, ran
     X_all = np.concatenate([X_t for X_t, _ in tasks])
     x_mean, x_scale = X_all.mean(axis=0), X_all.std(axis=0)
     x_scale[x_scale < 1e-12] = 1.0
-    rows_X, rows_label, rows_weight, rows_task = [], [], [], []
+    n_total = X_all.shape[0]
+    obs_val = np.zeros(n_total, dtype=bool)
+    if validation_fraction and split == "observations":
+        obs_val[rng.permutation(n_total)[:int(math.ceil(validation_fraction * n_total))]] = True
+    rows_X, rows_label, rows_weight, rows_task, rows_val = [], [], [], [], []
+    offset = 0
     for t, (X_t, y_t) in enumerate(tasks):
         index, labels, weights, _ = _lfbo_rows(y_t, gamma, weight_type)
+        is_val = obs_val[offset:offset + X_t.shape[0]].copy()
+        offset += X_t.shape[0]
+        n_val = int(validation_fraction * X_t.shape[0]) if split == "task" else 0
+        if n_val:
+            is_val[rng.permutation(X_t.shape[0])[:n_val]] = True
         rows_X.append((X_t[index] - x_mean) / x_scale)
         rows_label.append(labels)
         rows_weight.append(weights)
         rows_task.append(np.full(index.size, t))
+        rows_val.append(is_val[index])
     rows_X, rows_label = np.concatenate(rows_X), np.concatenate(rows_label).astype(np.float64)
     rows_weight, rows_task = np.concatenate(rows_weight), np.concatenate(rows_task)
+    rows_val = np.concatenate(rows_val)
+    use_val = bool(rows_val.any()) and bool((~rows_val).any())
     coefs, intercepts, mean_coef, mean_intercept = _init_network(rng, n_dims, n_hidden, n_layers, n_features)
     ks_scale, cov_scale = _null_penalty_scales(rng, n_tasks, n_features)
     generator = torch_generator(rng)
@@ -440,8 +496,13 @@ def hand_loop_meta_train(tasks, *, n_features, n_hidden, n_layers, max_iter, ran
     wm, bm = param(mean_coef), param([mean_intercept])
     E = param(np.zeros((n_tasks, n_features)))
     params = Ws + bs + [wm, bm, E]
-    train = (to_tensor(rows_X, device, tdtype), to_tensor(rows_label, device, tdtype),
-             to_tensor(rows_weight, device, tdtype), to_tensor(rows_task, device))
+
+    def subset(mask):
+        return (to_tensor(rows_X[mask], device, tdtype), to_tensor(rows_label[mask], device, tdtype),
+                to_tensor(rows_weight[mask], device, tdtype), to_tensor(rows_task[mask], device))
+
+    train = subset(~rows_val if use_val else np.ones(len(rows_val), dtype=bool))
+    val = subset(rows_val) if use_val else None
 
     def logits(Xb, tb, noise):
         h = F.elu(Xb @ Ws[0] + bs[0])
@@ -457,10 +518,14 @@ def hand_loop_meta_train(tasks, *, n_features, n_hidden, n_layers, max_iter, ran
         ks, cov = embedding_penalty_terms(E)
         return embedding_loss_weight * (ks_scale * ks + cov_scale * cov)
 
+    def bce(a, lab, w):
+        return (w * F.binary_cross_entropy_with_logits(a, lab, reduction="none")).mean()
+
     optimizer = torch.optim.Adam(params, lr=learning_rate)
     scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=lr_decay)
     n_train = train[0].shape[0]
-    loss_curve = []
+    loss_curve, val_curve = [], []
+    best, stall, best_params = math.inf, 0, None
     for _ in range(max_iter):
         order = torch.randperm(n_train, generator=generator).to(device)
         total = 0.0
@@ -469,15 +534,110 @@ def hand_loop_meta_train(tasks, *, n_features, n_hidden, n_layers, max_iter, ran
             Xb, lb, wb, tb = (a[idx] for a in train)
             noise = (embedding_noise * torch.randn(idx.shape[0], n_features, generator=generator,
                                                    dtype=tdtype)).to(device)
-            a = logits(Xb, tb, noise)
-            loss = (wb * F.binary_cross_entropy_with_logits(a, lb, reduction="none")).mean() + penalty()
+            loss = bce(logits(Xb, tb, noise), lb, wb) + penalty()
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
             total += float(loss.detach()) * idx.shape[0]
         scheduler.step()
         loss_curve.append(total / n_train)
-    return loss_curve
+        if val is not None:
+            with torch.no_grad():
+                v = float(bce(logits(val[0], val[3], None), val[1], val[2]) + penalty())
+            val_curve.append(v)
+            if v < best - 1e-12:
+                best, stall, best_params = v, 0, [p.detach().clone() for p in params]
+            else:
+                stall += 1
+            if stall >= patience:
+                break
+    if best_params is not None:
+        with torch.no_grad():
+            for p, b in zip(params, best_params):
+                p.copy_(b)
+    out = [to_numpy(p, np.float64) for p in params]
+    n_l = len(Ws)
+    state = dict(coefs=out[:n_l], intercepts=out[n_l:2 * n_l], mean_coef=out[2 * n_l],
+                 mean_intercept=float(out[2 * n_l + 1][0]), task_embeddings=out[2 * n_l + 2], x_mean=x_mean,
+                 x_scale=x_scale, n_meta_tasks=n_tasks, n_dims=n_dims, loss_curve=loss_curve,
+                 validation_scores=val_curve if val is not None else None, n_epochs=len(loss_curve))
+    return loss_curve, state
+
+
+PORT_FORMER = "former hand loop (rows; split per task)"
+PORT_ESTIMATOR = "training layer, rows (MALIBO's; the estimator now)"
+PORT_NOISE_ABLATION = ("training layer, observations, noise per row", ("layer", "observations", True))
+PORT_VARIANTS = (
+    # (name, how): how = ("hand", split) or ("layer", layout, noise per row)
+    (PORT_FORMER, ("hand", "task")),
+    ("training layer, observations (before the fix)", ("layer", "observations", False)),
+    (PORT_ESTIMATOR, ("layer", "rows", False)),
+)
+
+
+def port_state(tasks, how, seed, net, max_iter):
+    """Meta-trained network state of one variant of the port study."""
+    if how[0] == "hand":
+        _, state = hand_loop_meta_train(tasks, **net, max_iter=max_iter, random_state=seed, validation_fraction=0.2,
+                                        split=how[1])
+        return state
+    clf = MetaLFBOClassifier(**net, max_iter=max_iter, random_state=seed)
+    clf._meta_layout, clf._meta_noise_per_row = how[1], how[2]
+    return clf.meta_fit(tasks)._meta_state
+
+
+def port_table(args, sizes):
+    """Held-out regret after meta-training with the former hand loop and through the training layer, paired."""
+    n_meta, n_targets, max_iter = sizes["port_meta"], sizes["port_targets"], sizes["port_epochs"]
+    variants = PORT_VARIANTS + ((PORT_NOISE_ABLATION,) if sizes["port_noise"] else ())
+    checkpoints = [n for n in CHECKPOINTS if n <= sizes["port_n"]]
+    net = dict(n_features=16, n_hidden=32, n_layers=3)
+    table = Table(f"Port of meta-training onto the training layer: median simple regret on {n_targets} held-out "
+                  f"shifted-Forrester tasks ({n_meta} earlier tasks x 32 points, default network, at most "
+                  f"{max_iter} epochs with early stopping, 1024 candidates)", "regret", higher_is_better=False)
+    n_max = max(checkpoints)
+    epochs = {name: [] for name, _ in variants}
+    for seed in args.seeds:
+        meta = make_forrester_tasks(n_meta, 32, family="shifted", random_state=100 + seed)
+        targets = make_forrester_tasks(n_targets, 0, family="shifted", random_state=200 + seed)
+        for name, how in variants:
+            state = port_state(meta.tasks, how, seed, net, max_iter)
+            epochs[name].append(state["n_epochs"])
+            clf = MetaLFBOClassifier(**net, max_iter=max_iter, random_state=seed)
+            clf._meta_state = state
+            opt = MetaBayesianOptimizer(bounds=[(0.0, 1.0)], n_candidates=1024, random_state=seed,
+                                        classifier=clf).fit()
+            regret = np.array([np.minimum.accumulate(opt.minimize(f, n_max).func_vals) - f.minimum
+                               for f in targets.functions])
+            for n in checkpoints:
+                table.add(f"n={n}", name, float(np.median(regret[:, n - 1])), ours=name != PORT_FORMER, seed=seed)
+            print(f"[port] seed {seed}, {name}: {state['n_epochs']} epochs, median regret "
+                  + " ".join(f"{np.median(regret[:, n - 1]):.4g}" for n in checkpoints), flush=True)
+        print(f"[port] seed {seed} done", flush=True)
+    for name, _ in variants[1:]:
+        parts = []
+        for n in checkpoints:
+            ours, former = table.values(f"n={n}", name), table.values(f"n={n}", PORT_FORMER)
+            _, interval, _ = paired_verdict(list(zip(args.seeds, ours)), list(zip(args.seeds, former)),
+                                            higher_is_better=False)
+            mean = np.mean(ours) - np.mean(former)
+            ci = "no interval" if interval is None else f"[{interval[0]:.3g}, {interval[1]:.3g}]"
+            parts.append(f"n={n}: {mean:+.3g} {ci}")
+            if name == PORT_ESTIMATOR and interval is not None:
+                table.bar(f"n={n}: lower end of the paired 95% interval of the estimator's median regret minus the "
+                          "former loop's (target: at most 0, no loss against the loop it replaced beyond seed "
+                          "noise)", interval[0], 0.0, op="<=")
+        table.note(f"{name} minus the former loop, mean paired difference and its 95% interval over "
+                   f"{len(args.seeds)} seeds: " + "; ".join(parts) + ".")
+    table.note("Epochs run (early stopping), mean over seeds: " + "; ".join(
+        f"{name} {np.mean(v):.0f}" for name, v in epochs.items()) + ".")
+    table.note("All variants see the same earlier and held-out tasks per seed (earlier tasks drawn with "
+               "random_state=100 + seed, held-out ones with 200 + seed) and the same optimiser seed. They differ "
+               "only in how meta-training draws its mini-batches (over rows of the likelihood-free training sets, "
+               "or over observations carrying both their rows), its 20 % validation split (per task over "
+               "observations, at random over observations, or at random over rows) and the embedding noise (one "
+               "draw per row or per observation).")
+    return table
 
 
 def overhead_table(args, sizes):
@@ -500,7 +660,8 @@ def overhead_table(args, sizes):
                                    random_state=seed).meta_fit(meta.tasks)
                 layer.append((time.perf_counter() - start) / n_epochs)
                 start = time.perf_counter()
-                hand_loop_meta_train(meta.tasks, **net, max_iter=n_epochs, random_state=seed, batch_size=hand_batch)
+                hand_loop_meta_train(meta.tasks, **net, max_iter=n_epochs, random_state=seed,
+                                     batch_size=hand_batch)
                 hand.append((time.perf_counter() - start) / n_epochs)
             table.add(label, "MetaLFBOClassifier.meta_fit (training layer)", min(layer), ours=True)
             table.add(label, "former hand-written loop", min(hand))
@@ -524,36 +685,57 @@ def main():
                        help="regret study of this family only (default both)")
     parts.add_argument("--paper-network", action="store_true",
                        help="add a regret row with the paper's network size (several minutes of meta-training)")
+    parts.add_argument("--port-epochs", type=int, default=300,
+                       help="at most this many meta-training epochs in the port study (default 300)")
+    parts.add_argument("--port-n", type=int, default=8, choices=CHECKPOINTS,
+                       help="evaluations per held-out task in the port study (default 8)")
+    parts.add_argument("--port-noise-ablation", action="store_true",
+                       help="add the port study's variant with one embedding-noise draw per row over observations")
     known, rest = parts.parse_known_args()
     args = bench_args(__doc__, rest, default_seeds=3, quick_seeds=1)
     run = set(known.part or PARTS)
     if args.quick:
         sizes = dict(n_meta=64, n_targets=4, n_obs=200, n_hpo_tasks=4, grid_size=6,
-                     hpo_budget=16, overhead_epochs=10, overhead_repeats=2, tabular_n=32, tabular_targets=2)
+                     hpo_budget=16, overhead_epochs=10, overhead_repeats=2, tabular_n=32, tabular_targets=2,
+                     port_meta=16, port_targets=4, port_epochs=30, port_n=8)
     else:
         sizes = dict(n_meta=256, n_targets=8, n_obs=500, n_hpo_tasks=8, grid_size=8,
-                     hpo_budget=32, overhead_epochs=20, overhead_repeats=3, tabular_n=64, tabular_targets=4)
+                     hpo_budget=32, overhead_epochs=20, overhead_repeats=3, tabular_n=64, tabular_targets=4,
+                     port_meta=64, port_targets=8, port_epochs=known.port_epochs, port_n=known.port_n)
     sizes["paper_network"] = known.paper_network
+    sizes["port_noise"] = known.port_noise_ablation
     start = time.perf_counter()
     tables = []
-    skipped = [p for p in PARTS if p not in run]
+    path = None if args.quick else results_path(args)
+    kept, kept_estimators = [], []
+    if path is not None and path.exists():  # tables of the parts not run now stay in the results file
+        old = json.loads(path.read_text(encoding="utf-8"))
+        kept = [t for t in old.get("tables", []) if table_part(t["title"]) not in run | {None}]
+        kept_estimators = old.get("estimators", []) if kept else []
+    skipped = [p for p in PARTS if p not in run and not any(table_part(t["title"]) == p for t in kept)]
+    command = "python benchmarks/bench_meta_bo.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     first = True
 
     def save(new, estimators):
         nonlocal first
         new = new if isinstance(new, list) else [new]
         if first and skipped:
-            new[0].note(f"This run covers the parts {', '.join(p for p in PARTS if p in run)} of the script; "
-                        f"not run: {', '.join(skipped)} (their tables are not on this page).")
-        if first and len(args.seeds) < 3 and not args.quick:
-            new[0].note(f"Run with {len(args.seeds)} seed(s) instead of the default 3 (a machine shared with other "
-                        "jobs).")
+            new[0].note(f"Not run: the parts {', '.join(skipped)} of the script (their tables are not on this "
+                        "page).")
+        load = os.getloadavg()[0]
+        for t in new:
+            t.note(f"Produced by ``{command}`` ({len(args.seeds)} seed(s); load average {load:.1f} when the "
+                   "table was done).")
         first = False
         tables.extend(new)
         emit(new, args, estimators=estimators)
+        if path is not None:
+            merge_parts(path, kept, kept_estimators)
 
     if "overhead" in run:
         save(overhead_table(args, sizes), ["MetaLFBOClassifier"])
+    if "port" in run:
+        save(port_table(args, sizes), ["MetaLFBOClassifier", "MetaBayesianOptimizer"])
     for family in (known.family or ("forrester", "shifted")) if "regret" in run else ():
         t = regret_tables(family, args, sizes)
         check_regret_bars(t, family)

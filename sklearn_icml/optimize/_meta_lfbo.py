@@ -96,6 +96,18 @@ def _observation_table(tasks, gamma, weight_type):
     return np.concatenate(task), np.concatenate(w_neg), np.concatenate(w_pos), np.concatenate(n_rows)
 
 
+def _row_table(tasks, gamma, weight_type):
+    """The stacked likelihood-free training sets, one item per row: point, task index, label, weight."""
+    X, task, labels, weights = [], [], [], []
+    for t, (X_t, y_t) in enumerate(tasks):
+        index, lab, w, _ = _lfbo_rows(y_t, gamma, weight_type)
+        X.append(X_t[index])
+        task.append(np.full(index.size, t))
+        labels.append(lab.astype(np.float64))
+        weights.append(w)
+    return np.concatenate(X), np.concatenate(task), np.concatenate(labels), np.concatenate(weights)
+
+
 class MetaLFBOClassifier(ClassifierMixin, BaseEstimator):
     """Meta-learned likelihood-free acquisition classifier with a Bayesian task head (MALIBO).
 
@@ -112,7 +124,7 @@ class MetaLFBOClassifier(ClassifierMixin, BaseEstimator):
       times a regulariser that pulls the embeddings' distribution towards
       the prior ``N(0, I)``, with Gaussian noise on the embeddings, Adam,
       an exponential learning-rate decay and early stopping on a held-out
-      share of the observations, through the library's training layer.
+      share of the rows, through the library's training layer.
     * :meth:`fit` adapts to a new task: Bayesian logistic regression of the
       labels on the frozen features with prior ``z ~ N(0, I /
       prior_precision)`` and the mean head as offset; the MAP comes from
@@ -152,22 +164,21 @@ class MetaLFBOClassifier(ClassifierMixin, BaseEstimator):
         Maximum number of meta-training epochs (the paper: 2048).
     batch_size : int, default=256
         Mini-batch size of meta-training, in rows of the likelihood-free
-        training sets (on average: mini-batches are drawn over observations,
-        and an observation below the threshold carries two rows).
+        training sets.
     learning_rate : float, default=1e-3
         Adam learning rate.
     lr_decay : float, default=0.999
         Factor of the exponential learning-rate decay, applied every epoch.
     early_stopping : bool, default=True
-        Hold out ``validation_fraction`` of the earlier tasks' observations
-        and stop meta-training when their loss has not improved by more than
+        Hold out ``validation_fraction`` of the rows of the earlier tasks'
+        likelihood-free training sets and stop meta-training when their loss has not improved by more than
         ``tol`` for more than ``n_iter_no_change`` epochs; the weights of
         the best epoch are kept. Otherwise the same rule applies to the
         training loss and the last weights are kept (set
         ``n_iter_no_change=max_iter`` to always train ``max_iter`` epochs).
     validation_fraction : float, default=0.2
-        Share of the earlier tasks' observations held out when
-        ``early_stopping``.
+        Share of the rows of the earlier tasks' likelihood-free training sets
+        held out when ``early_stopping``.
     n_iter_no_change : int, default=20
         Epochs without an improvement tolerated before meta-training stops.
     tol : float, default=0.0
@@ -268,9 +279,14 @@ class MetaLFBOClassifier(ClassifierMixin, BaseEstimator):
       the benchmark page. The paper's network is
       ``MetaLFBOClassifier(50, 64, 5, max_iter=2048)``.
     * Meta-training minimises the weighted cross-entropy per row of the
-      earlier tasks' likelihood-free training sets; mini-batches and the
-      validation split are drawn over *observations*, so the two rows of an
-      observation below the threshold stay together.
+      earlier tasks' likelihood-free training sets, stacked over the tasks.
+      As in MALIBO's code, mini-batches, the validation split and the
+      embedding noise are drawn over these *rows* (the two rows of an
+      observation below the threshold, labels 0 and 1, are drawn
+      independently). The MALIBO benchmark page compares this with drawing
+      them over observations (both rows together, one noise draw), the
+      layout of earlier versions, and with the hand-written loop that
+      preceded the training layer.
     * ``n_iter_`` counts the Newton iterations of :meth:`fit` (the
       estimator's own solver, as in
       :class:`~sklearn.linear_model.LogisticRegression`); the meta-training
@@ -366,6 +382,12 @@ class MetaLFBOClassifier(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    # meta-training data layout: MALIBO's rows; "observations" (each observation with both its rows, one noise
+    # draw per observation or, with _meta_noise_per_row, per row) is the layout used before, kept private for
+    # the benchmark's study of the port to the training layer
+    _meta_layout = "rows"
+    _meta_noise_per_row = False
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
@@ -457,9 +479,11 @@ class MetaLFBOClassifier(ClassifierMixin, BaseEstimator):
                                 "dtype='float64' standardises any finite X")
         x_mean, x_scale = standardization(X_all)
 
-        data = (X_all,) + _observation_table(tasks, self.gamma, self.weight_type)
-        # batch_size counts rows of the likelihood-free training sets; batches are drawn over observations
-        batch_size = max(1, round(self.batch_size * X_all.shape[0] / float(data[-1].sum())))
+        if self._meta_layout == "rows":  # MALIBO's: batches, validation split and noise draws over rows
+            data, batch_size = _row_table(tasks, self.gamma, self.weight_type), self.batch_size
+        else:  # over observations, an observation's two rows together (batch_size: rows on average)
+            data = (X_all,) + _observation_table(tasks, self.gamma, self.weight_type)
+            batch_size = max(1, round(self.batch_size * X_all.shape[0] / float(data[-1].sum())))
 
         coefs, intercepts, mean_coef, mean_intercept = _init_network(rng, n_dims, self.n_hidden,
                                                                      self.n_layers, self.n_features)
@@ -468,12 +492,13 @@ class MetaLFBOClassifier(ClassifierMixin, BaseEstimator):
         module = MALIBONetwork(coefs, intercepts, mean_coef, mean_intercept, n_tasks, x_mean=x_mean,
                                x_scale=x_scale, dtype=tdtype)
         step = make_train_step(embedding_loss_weight=self.embedding_loss_weight, ks_scale=ks_scale,
-                               cov_scale=cov_scale, embedding_noise=self.embedding_noise, generator=generator)
+                               cov_scale=cov_scale, embedding_noise=self.embedding_noise, generator=generator,
+                               layout=self._meta_layout, noise_per_row=self._meta_noise_per_row)
         result = fit_module(
             module, data, None, train_step=step, max_iter=self.max_iter, batch_size=batch_size,
             learning_rate=self.learning_rate, optimizer="adam",
             lr_schedule=lambda opt: torch.optim.lr_scheduler.ExponentialLR(opt, gamma=self.lr_decay),
-            early_stopping=self.early_stopping and X_all.shape[0] >= 2,
+            early_stopping=self.early_stopping and data[0].shape[0] >= 2,
             validation_fraction=self.validation_fraction, n_iter_no_change=self.n_iter_no_change, tol=self.tol,
             device=device, random_state=generator, verbose=self.verbose, name=type(self).__name__)
         net = result.module

@@ -3,20 +3,22 @@
 Imported lazily by :class:`~sklearn_icml.optimize.MetaLFBOClassifier.meta_fit`
 (torch is imported at the top here). Meta-training runs through the library's
 training layer, :func:`sklearn_icml.utils._training.fit_module`: MALIBO trains
-all earlier tasks jointly on mini-batches of their observations (no episodes),
+all earlier tasks jointly on mini-batches of their rows (no episodes),
 so one optimiser step per mini-batch of one loss expresses it, given as a
 custom ``train_step``:
 
-* the data are the earlier tasks' *observations* (standardised point, task
-  index, the weights of its label-0 row and of its label-1 row, and its
-  number of rows in the likelihood-free training set, 1 or 2), so the
-  layer's validation split holds out whole observations, never one of the two
-  rows of an observation below the threshold;
-* the batch loss is the weighted cross-entropy summed over the rows of the
-  batch's observations and divided by their number of rows (the per-row mean
-  of the likelihood-free training set), plus ``embedding_loss_weight`` times
-  the embedding regulariser; Gaussian noise is added to the embeddings in
-  training mode only (the validation loss is noise-free).
+* the data are the rows of the earlier tasks' likelihood-free training sets,
+  stacked (standardised point, task index, label, weight), as in MALIBO's
+  code: mini-batches, the layer's validation split and the embedding noise
+  are drawn per row;
+* the batch loss is the weighted cross-entropy averaged over the batch's
+  rows plus ``embedding_loss_weight`` times the embedding regulariser;
+  Gaussian noise is added to the embeddings in training mode only (the
+  validation loss is noise-free).
+
+The train step also accepts one item per *observation* (both its rows
+together), the layout used before; the benchmark's port study compares the
+two.
 """
 
 import torch
@@ -80,23 +82,40 @@ def embedding_penalty_terms(E):
     return ks_term, ((cov - eye) ** 2).mean()
 
 
-def make_train_step(*, embedding_loss_weight, ks_scale, cov_scale, embedding_noise, generator):
+def make_train_step(*, embedding_loss_weight, ks_scale, cov_scale, embedding_noise, generator, layout="rows",
+                    noise_per_row=False):
     """MALIBO's regularised multi-task loss as ``train_step(module, X_batch, y_batch)`` for ``fit_module``.
 
-    ``X_batch`` is ``(X, task, w_negative, w_positive, n_rows)``; ``y_batch``
-    is None. ``generator`` (a CPU :class:`torch.Generator`) draws the
-    embedding noise, which is then moved to the batch's device.
+    ``layout="rows"`` (MALIBO's): ``X_batch`` is ``(X, task, label, weight)``,
+    one item per row of the likelihood-free training sets, one embedding-noise
+    draw per row. ``layout="observations"``: ``X_batch`` is ``(X, task,
+    w_negative, w_positive, n_rows)``, one item per observation carrying both
+    of its rows, one noise draw per observation (per row with
+    ``noise_per_row``). ``y_batch`` is None.
+    ``generator`` (a CPU :class:`torch.Generator`) draws the embedding noise,
+    which is then moved to the batch's device.
     """
 
     def train_step(module, X_batch, y_batch):
-        X, task, w_neg, w_pos, n_rows = X_batch
+        X = X_batch[0]
         noise = None
         if module.training and embedding_noise > 0:
             noise = embedding_noise * torch.randn(X.shape[0], module.embeddings.shape[1], generator=generator,
                                                   dtype=X.dtype).to(X.device)
-        a = module(X, task, noise)
-        # -log(1 - p) = softplus(a) for the label-0 row, -log p = softplus(-a) for the label-1 row
-        loss = (w_neg * F.softplus(a) + w_pos * F.softplus(-a)).sum() / n_rows.sum()
+        a = module(X, X_batch[1], noise)
+        if layout == "rows":
+            label, w = X_batch[2], X_batch[3]
+            loss = (w * F.binary_cross_entropy_with_logits(a, label, reduction="none")).mean()
+        else:
+            w_neg, w_pos, n_rows = X_batch[2:]
+            a_pos = a
+            if noise is not None and noise_per_row:  # a second draw for the label-1 row
+                phi, _ = module.features(X)
+                extra = embedding_noise * torch.randn(X.shape[0], module.embeddings.shape[1], generator=generator,
+                                                      dtype=X.dtype).to(X.device)
+                a_pos = a + (phi * (extra - noise)).sum(dim=1)
+            # -log(1 - p) = softplus(a) for the label-0 row, -log p = softplus(-a) for the label-1 row
+            loss = (w_neg * F.softplus(a) + w_pos * F.softplus(-a_pos)).sum() / n_rows.sum()
         if embedding_loss_weight > 0:
             ks, cov = embedding_penalty_terms(module.embeddings)
             loss = loss + embedding_loss_weight * (ks_scale * ks + cov_scale * cov)

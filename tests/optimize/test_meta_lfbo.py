@@ -207,10 +207,11 @@ def test_cuda_request_without_gpu_is_a_clear_error(monkeypatch, forrester_meta):
         MetaLFBOClassifier(device="cuda", max_iter=1).meta_fit(data.tasks[:2])
 
 
-def test_meta_training_loss_is_the_row_mean_of_the_likelihood_free_sets_plus_the_regulariser(forrester_meta):
+@pytest.mark.parametrize("layout", ["rows", "observations"])
+def test_meta_training_loss_is_the_row_mean_of_the_likelihood_free_sets_plus_the_regulariser(forrester_meta, layout):
     import torch
 
-    from sklearn_icml.optimize._meta_lfbo import _init_network, _observation_table
+    from sklearn_icml.optimize._meta_lfbo import _init_network, _observation_table, _row_table
     from sklearn_icml.optimize._meta_lfbo_net import MALIBONetwork, embedding_penalty_terms, make_train_step
 
     _, data = forrester_meta
@@ -222,9 +223,12 @@ def test_meta_training_loss_is_the_row_mean_of_the_likelihood_free_sets_plus_the
     with torch.no_grad():
         net.embeddings.copy_(torch.from_numpy(E))
     X = np.concatenate([X_t for X_t, _ in tasks])
-    table = (X,) + _observation_table(tasks, 1 / 3, "ei")
+    if layout == "rows":
+        table = _row_table(tasks, 1 / 3, "ei")
+    else:
+        table = (X,) + _observation_table(tasks, 1 / 3, "ei")
     step = make_train_step(embedding_loss_weight=0.3, ks_scale=2.0, cov_scale=5.0, embedding_noise=0.5,
-                           generator=torch.Generator().manual_seed(0))
+                           generator=torch.Generator().manual_seed(0), layout=layout)
     net.eval()  # no embedding noise
     loss = float(step(net, tuple(torch.as_tensor(a) for a in table), None).detach())
     # independently: the public likelihood-free training sets, one row per (observation, label), numpy forward pass
@@ -242,7 +246,7 @@ def test_meta_training_loss_is_the_row_mean_of_the_likelihood_free_sets_plus_the
     # in training mode the embeddings are noisy: a different loss, reproducible from the generator
     net.train()
     noisy = [float(make_train_step(embedding_loss_weight=0.3, ks_scale=2.0, cov_scale=5.0, embedding_noise=0.5,
-                                   generator=torch.Generator().manual_seed(0))(
+                                   generator=torch.Generator().manual_seed(0), layout=layout)(
         net, tuple(torch.as_tensor(a) for a in table), None).detach()) for _ in range(2)]
     assert noisy[0] == noisy[1] != pytest.approx(loss)
 
