@@ -11,7 +11,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from sklearn_icml.cluster import CorrelationClustering, correlation_cost
-from sklearn_icml.cluster._signed_graph import canonical_labels, pivot_labels
+from sklearn_icml.cluster._signed_graph import canonical_labels, estimated_sym_diff, pivot_labels
 from sklearn_icml.datasets import make_planted_partition
 
 
@@ -304,3 +304,23 @@ def test_sampled_agreement_matches_exact_cost_and_follows_random_state():
     np.testing.assert_array_equal(labels, np.repeat(np.arange(6), 5))
     # an isolated vertex is its own cluster
     assert CorrelationClustering(affinity="precomputed", sample_size=4).fit(sp.csr_array((3, 3))).n_clusters_ == 3
+
+
+def test_sampled_symmetric_difference_averages_to_the_definition():
+    """The sampled Agreement's estimate of |N[u] Δ N[v]| is unbiased: with many members it is the set count."""
+    D = _random_graph(40, 0.25, 3)
+    N = [set(np.flatnonzero(D[i]).tolist()) | {i} for i in range(len(D))]
+    u, v = np.nonzero(np.triu(D, 1))
+    exact = np.array([len(N[a] ^ N[b]) for a, b in zip(u, v)])
+    s = 4000  # standard error of one estimate below max |N| / sqrt(s) / sqrt(2), about 0.25 here
+    for a, b in [(u, v), (v, u), (u[::-1], v[::-1])]:  # grouped by the first vertex, by the second, by neither
+        est = estimated_sym_diff(sp.csr_array(D), a, b, s, np.random.default_rng(0))
+        ref = exact if a is u else np.array([len(N[x] ^ N[y]) for x, y in zip(a, b)])
+        assert np.abs(est - ref).max() < 1.0
+        assert abs(np.mean(est - ref)) < 0.05
+    # two 5-cliques sharing vertex 4: inside a clique off the shared vertex nothing can be missed
+    C = np.zeros((9, 9), dtype=bool)
+    C[:5, :5] = C[4:, 4:] = True
+    np.fill_diagonal(C, False)
+    est = estimated_sym_diff(sp.csr_array(C), np.array([0, 3, 4]), np.array([1, 4, 5]), 200, np.random.default_rng(1))
+    assert est[0] == 0 and est[1] > 0 and est[2] > 0
