@@ -9,7 +9,13 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPRegressor
 
 from sklearn_icml.neural_network import ExpandAndCluster, unit_alignment
-from sklearn_icml.neural_network._students import fit_students, init_students, polish_students, student_losses
+from sklearn_icml.neural_network._students import (
+    batched_module,
+    fit_students,
+    init_students,
+    polish_students,
+    student_losses,
+)
 
 _TORCH = {"tanh": torch.tanh, "relu": torch.relu, "sigmoid": torch.sigmoid, "softplus": torch.nn.functional.softplus}
 
@@ -27,6 +33,44 @@ def _teacher(seed=0, d=2, h=2, n=300, activation="tanh"):
     X = rng.normal(size=(n, d))
     fn = {"tanh": np.tanh, "relu": lambda z: np.maximum(z, 0)}[activation]
     return X, (fn(X @ W + b) @ a).ravel(), (W, b, a)
+
+
+@pytest.mark.parametrize("activation", ["tanh", "relu", "softplus"])
+def test_batched_module_matches_per_student_autograd(activation):
+    """Outputs, hidden activations and gradients of the fused batched layers equal a plain per-student MLP."""
+    rng = np.random.RandomState(1)
+    act = _TORCH[activation]
+    for widths, n_out in (([4], 1), ([5, 3], 2)):
+        sizes = [3, *widths, n_out]
+        W = [rng.normal(size=(3, o, i)) for i, o in zip(sizes[:-1], sizes[1:])]
+        B = [rng.normal(size=(3, o)) for o in sizes[1:]]
+        batch = batched_module(W, B, activation, dtype="float64")
+        X = torch.tensor(rng.normal(size=(9, 3)))
+        (batch(X) ** 3).sum().backward()
+        Wr = [torch.tensor(w, requires_grad=True) for w in W]
+        Br = [torch.tensor(b, requires_grad=True) for b in B]
+        outs, hidden = [], []
+        for s in range(3):
+            h = X
+            for layer in range(len(Wr)):
+                h = h @ Wr[layer][s].T + Br[layer][s]
+                if layer < len(Wr) - 1:
+                    h = act(h)
+                    if layer == 0:
+                        hidden.append(h)
+            outs.append(h)
+        (torch.stack(outs) ** 3).sum().backward()
+        np.testing.assert_allclose(batch(X).detach(), torch.stack(outs).detach(), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(batch(X, n_layers=1).detach(), torch.stack(hidden).detach(), rtol=1e-12,
+                                   atol=1e-12)
+        for p, q in zip([*batch.weights, *batch.biases], [*Wr, *Br]):
+            np.testing.assert_allclose(p.grad, q.grad, rtol=1e-10, atol=1e-10)
+        # frozen lower layers: the upper layers' gradients are unchanged, the frozen ones get none
+        batch.zero_grad()
+        batch.freeze(1)
+        (batch(X) ** 3).sum().backward()
+        assert batch.weights[0].grad is None
+        np.testing.assert_allclose(batch.weights[-1].grad, Wr[-1].grad, rtol=1e-10, atol=1e-10)
 
 
 def test_batched_students_equal_separately_trained_ones():
