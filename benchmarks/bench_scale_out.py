@@ -15,12 +15,14 @@ method in memory on a smaller size (data already in memory, generation not timed
 3. ``ls_ece(sigma=0.1)`` on ``--scores`` binary scores (calibrated up to a temperature).
 
 Sizes are options (``--battles``, ``--points``, ``--scores``, ``--memory-size`` for the in-memory
-rows, ``--chunk`` rows per partition, ``--workers``); the issue's targets are 10^8 battles,
-10^8 x 10 points and 10^9 scores. ``--quick`` runs 10^6 of each. One seed: these are planning figures,
-not a race.
+rows, ``--chunk`` rows per partition, ``--workers``); the targets are 10^8 battles, 10^8 x 10 points and 10^9 scores.
+``--quick`` runs 10^6 of each. ``--only`` runs some of the methods; the rows of the others are then
+kept from the saved results of the earlier run (said in a note with that run's command and load).
+One seed: these are planning figures, not a race.
 """
 
 import argparse
+import json
 import math
 import os
 import resource
@@ -31,7 +33,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _bench import Table, bench_args, emit  # noqa: E402
+from _bench import Table, bench_args, emit, results_path  # noqa: E402
 
 N_ITEMS = 50
 TIE = 0.1
@@ -125,6 +127,38 @@ def _measure(fn):
     return out, seconds, mem.extra
 
 
+#: The first words of the cases of each method.
+METHODS = {"ranker": "BradleyTerryRanker", "kmeans": "PrivateKMeans", "ece": "ls_ece"}
+
+
+def _keep_earlier(args, tables, skipped):
+    """Copy the rows, notes and bars of the ``skipped`` methods from the saved results into ``tables``."""
+    path = results_path(args)
+    if not skipped or path is None or not path.exists():
+        return
+    old = json.loads(path.read_text(encoding="utf-8"))
+    prefixes = tuple(METHODS[m] for m in skipped)
+    kept = set()
+    for table, saved in zip(tables, old["tables"]):
+        for row in saved["rows"]:
+            if row["case"].startswith(prefixes):
+                kept.add(row["case"].split(",")[0])
+                for v in row["values"]:
+                    table.add(row["case"], row["method"], v["value"], ours=row["ours"], seed=v["seed"])
+        for bar in saved["bars"]:
+            if any(p in bar["text"] for p in prefixes):
+                table.bar(bar["text"], bar["measured"], bar["threshold"], op=bar["op"])
+        for text in saved["notes"]:
+            if text.startswith(prefixes):
+                table.note(text)
+    if kept:
+        prov = old["provenance"]
+        load = prov["hardware"]
+        tables[0].note(f"Rows of {', '.join(sorted(kept))} kept from the earlier run ``{prov['command']}`` "
+                       f"({prov['start'][:10]}, load {load['load_start'][0]:.1f} at the start, "
+                       f"{load['load_end'][0]:.1f} at the end).")
+
+
 def _fmt_n(n):
     e = int(round(math.log10(n)))
     return f"10^{e}" if 10 ** e == n else f"{n:.3g}"
@@ -142,6 +176,8 @@ def main():
     extra.add_argument("--chunk", type=float, default=1e6, help="rows per partition")
     extra.add_argument("--workers", type=int, default=2)
     extra.add_argument("--only", default="ranker,kmeans,ece")
+    extra.add_argument("--bootstrap-resample", default="counts", choices=["counts", "battles"],
+                       help="the ranker's bootstrap_resample (battles: Poisson bootstrap of the rows on Dask)")
     own, rest = extra.parse_known_args()
     args = bench_args(__doc__, rest, default_seeds=1, quick_seeds=1)
     if args.quick:
@@ -191,13 +227,16 @@ def main():
     if "ranker" in only:
         n = int(own.battles)
         arr = _lazy(_battle_block, n, chunk, 3, seed, np.int64)
+        resample = own.bootstrap_resample
         ranker = BradleyTerryRanker(ci_method="bootstrap", n_bootstrap=100, random_state=0,
-                                    tie_labels=(2,), win_labels=(1, 0))
-        extra_mem = run_case(f"BradleyTerryRanker, {_fmt_n(n)} battles", n, arr,
+                                    tie_labels=(2,), win_labels=(1, 0), bootstrap_resample=resample)
+        what = "" if resample == "counts" else ", bootstrap of the rows"
+        extra_mem = run_case(f"BradleyTerryRanker, {_fmt_n(n)} battles{what}", n, arr,
                              lambda: ranker.fit(arr[:, :2], arr[:, 2]),
                              (lambda: _in_memory(_battle_block, n_mem, chunk, seed),
                               lambda d: BradleyTerryRanker(ci_method="bootstrap", n_bootstrap=100, random_state=0,
-                                                           tie_labels=(2,), win_labels=(1, 0)).fit(d[:, :2], d[:, 2])),
+                                                           tie_labels=(2,), win_labels=(1, 0),
+                                                           bootstrap_resample=resample).fit(d[:, :2], d[:, 2])),
                              n_mem)
         mem_t.bar(f"client memory of the ranker's Dask fit on {_fmt_n(n)} battles, MiB (target: under 1 GB)",
                   extra_mem / 2 ** 20, 1024.0, op="<")
@@ -212,8 +251,8 @@ def main():
                              n_mem)
         mem_t.bar(f"client memory of PrivateKMeans's Dask fit on {_fmt_n(n)} x 10 points, MiB (target: under 1 GB)",
                   extra_mem / 2 ** 20, 1024.0, op="<")
-        time_t.note(f"PrivateKMeans read the data {km.n_levels_ + 3} times (size, {km.n_levels_} tree levels, "
-                    "cluster totals, inertia), regenerating every partition each time.")
+        time_t.note(f"PrivateKMeans read the data {km.n_levels_ + 2} times ({km.n_levels_} tree levels, cluster "
+                    "totals, inertia; the size is the array's shape), regenerating every partition each time.")
     if "ece" in only:
         n = int(own.scores)
         arr = _lazy(_score_block, n, chunk, 2, seed, np.float64)
@@ -227,6 +266,7 @@ def main():
                 "reduced statistics do not grow with the rows, so a cluster of W such workers reads about W times "
                 "these rows per second, plus the fixed client-side finish (the in-memory solver on the reduced "
                 "statistics), while the partitions outnumber the workers.")
+    _keep_earlier(args, [time_t, rate_t, mem_t], [m for m in METHODS if m not in only])
     emit([time_t, rate_t, mem_t], args, estimators=["BradleyTerryRanker", "PrivateKMeans"])
     client.close()
     cluster.close()

@@ -25,11 +25,13 @@ from ..privacy import (
     private_quadtree_histogram,
     split_budget,
 )
+from ..privacy._sums import release_group_totals
 from ..utils._dask import is_dask_collection
 from ..utils._random import SEED_MAX
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device
 from ..utils._validation import square_safe_max
+from ._exact_sums import group_sums as exact_group_sums
 from ._mettu_plaxton import bicriteria_to_k, nearest
 
 __all__ = ["PrivateKMeans"]
@@ -164,8 +166,19 @@ class _Records:
     def group_sums(self, geometry, centers, n_groups, bounds, rng, **budget):
         """Noisy sizes and sums of the groups of the nearest ``centers`` (projected space when ``geometry``)."""
         groups = nearest(self.Xc if geometry is None else self._project(geometry), centers, self.device)
-        return noisy_group_sums(self.Xc, groups, n_groups, bounds=tuple(bounds), model=self.model,
-                                random_state=rng, **budget)
+        if self.model != "central":
+            return noisy_group_sums(self.Xc, groups, n_groups, bounds=tuple(bounds), model=self.model,
+                                    random_state=rng, **budget)
+        # the curator's exact totals, summed independently of the records' order (as on a Dask collection),
+        # then noisy_group_sums's mechanism
+        lower, upper = bounds
+        center, half = (lower + upper) / 2.0, (upper - lower) / 2.0
+        groups = np.asarray(groups, dtype=np.int64)
+        counts = np.bincount(groups, minlength=n_groups).astype(np.float64)
+        sums = exact_group_sums(self.Xc - center, groups, n_groups, half)
+        counts, sums, ledger = release_group_totals(counts, sums, self.n, half, model="central",
+                                                    rng=check_random_state(rng), **budget)
+        return counts, sums, center, ledger
 
     def costs(self, candidates):
         return np.array([float(((self.Xc - C[nearest(self.Xc, C)]) ** 2).sum()) for C in candidates])
@@ -413,11 +426,17 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
     **once**, on the client, from ``random_state``, in the same order as in
     memory. So the releases, ``cluster_sizes_``, the tree and
     ``privacy_ledger_`` are those of the in-memory fit on the same data and
-    seed; the centres agree to rounding (the per-cluster sums of floats are
-    added in another order). A fit reads the data once per quadtree level plus
-    three or four times; ``labels_`` is then a lazy Dask array (compute it, or
-    call :meth:`predict`). :meth:`partial_fit` on a Dask collection adds the
-    whole collection as one step, as an in-memory batch would. See
+    seed, and so are the centres of :meth:`fit`, bit for bit, whatever the
+    chunking: the per-cluster sums are summed exactly (fixed-point pieces,
+    rounded once at the end) in memory and per block alike. The stream's
+    per-cell sums (:meth:`partial_fit`) are float sums, so its centres agree
+    to rounding. A fit reads the data once per quadtree level (each level's
+    candidates follow from the noisy counts of the level above), once for the
+    cluster totals and once for ``inertia_`` (shared with the boosting costs),
+    plus once for the size when it is not known from the chunks;
+    ``labels_`` is then a lazy Dask array (compute it, or call
+    :meth:`predict`). :meth:`partial_fit` on a Dask collection adds the whole
+    collection as one step, as an in-memory batch would. See
     :ref:`scaling_out`.
 
     References

@@ -46,6 +46,7 @@ from ..privacy._sensitivity import tree_level_sensitivity
 from ..privacy._sums import release_group_totals
 from ..privacy._validation import check_box
 from ..utils._dask import aligned_blocks, n_columns, reduce_blocks, sum_combine
+from ._exact_sums import group_pieces, pieces_to_sums, scale_exponents
 from ._mettu_plaxton import nearest
 from ._private_kmeans import assign
 
@@ -83,13 +84,13 @@ def _cell_counts(block, *, bounds, geometry, unit_box, n_levels, level, keys, **
     return np.bincount(pos[hit], minlength=len(keys)).astype(np.float64)
 
 
-def _group_totals(block, *, bounds, geometry, centers, n_groups, **kw):
-    """Exact sizes and sums of ``x - c`` of the groups of the nearest ``centers``."""
+def _group_totals(block, *, bounds, geometry, centers, n_groups, exponents, **kw):
+    """Exact sizes of the groups of the nearest ``centers`` and the int64 pieces of their sums of ``x - c``
+    (exact in any order: the centres equal the in-memory ones bit for bit, see ``_exact_sums``)."""
     Xc = _clipped(block, bounds, **kw)
     groups = nearest(Xc if geometry is None else geometry.project(Xc), centers)
-    sums = np.zeros((n_groups, Xc.shape[1]))
-    np.add.at(sums, groups, Xc - (bounds[0] + bounds[1]) / 2.0)
-    return np.bincount(groups, minlength=n_groups).astype(np.float64), sums
+    pieces = group_pieces(Xc - (bounds[0] + bounds[1]) / 2.0, groups, n_groups, exponents)
+    return np.bincount(groups, minlength=n_groups).astype(np.float64), pieces
 
 
 def _costs_and_inertias(block, *, bounds, candidates, stored, **kw):
@@ -167,8 +168,11 @@ class _DaskRecords:
                                  math.sqrt(2.0) * scale, ledger=ledger)
 
     def group_sums(self, geometry, centers, n_groups, bounds, rng, *, epsilon_count, epsilon_sum, delta):
-        counts, sums = self._reduce(_group_totals, geometry=geometry, centers=centers, n_groups=n_groups)
         lower, upper = bounds
+        exponents = scale_exponents((upper - lower) / 2.0)
+        counts, pieces = self._reduce(_group_totals, geometry=geometry, centers=centers, n_groups=n_groups,
+                                      exponents=exponents)
+        sums = pieces_to_sums(pieces, exponents)
         counts, sums, ledger = release_group_totals(
             counts, sums, self.n, (upper - lower) / 2.0, epsilon_count=epsilon_count, epsilon_sum=epsilon_sum,
             delta=delta, model="central", rng=check_random_state(rng))

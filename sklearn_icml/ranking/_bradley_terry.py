@@ -108,7 +108,8 @@ class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
         Confidence intervals: the Huber-White sandwich covariance the paper
         deploys, the percentile bootstrap (FastChat's leaderboard), the pivot
         bootstrap, or none. The bootstrap draws multinomial counts over the
-        distinct battles (equivalent to resampling battles with replacement).
+        distinct battles (equivalent to resampling battles with replacement);
+        see ``bootstrap_resample``.
     confidence_level : float, default=0.95
         Level of the intervals.
     simultaneous : bool, default=False
@@ -118,6 +119,15 @@ class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
         covariance. The approximate ranks are then uniformly valid.
     n_bootstrap : int, default=100
         Bootstrap resamples (FastChat's default).
+    bootstrap_resample : {"counts", "battles"}, default="counts"
+        What the bootstrap resamples. ``"counts"``: multinomial draws over the
+        aggregated counts of the distinct battles, a battle of weight ``k``
+        counting as ``k`` battles. ``"battles"``: the rows of the battle log,
+        drawn uniformly with replacement, each keeping its weight (a row of
+        weight ``k`` is drawn as a unit; the same as ``"counts"`` in
+        distribution when every weight is 1). On a Dask collection the rows
+        are resampled where they live, by independent Poisson(1) counts per
+        row drawn in each partition (see Notes).
     handle_unknown : {"average", "warn", "error"}, default="average"
         A competitor id not seen in fit, at prediction time: scored as an
         average competitor (score equal to the mean score), the same with a
@@ -217,7 +227,9 @@ class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
     fit as the rating (never the bootstrap median) and bootstrap resamples
     whose MLE does not exist (``alpha=0``) are left out with a warning; the
     simultaneous bootstrap interval uses the bootstrap covariance in the
-    chi-square projection. With ``alpha > 0`` and no finite MLE, a warning is
+    chi-square projection. With ``bootstrap_resample="battles"``, the rows
+    dropped before the fit (zero weight, ties with ``ties="drop"``) are not
+    resampled. With ``alpha > 0`` and no finite MLE, a warning is
     raised when a penalty-held rating lies more than 1000 Elo points from the
     mean.
 
@@ -232,7 +244,19 @@ class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
     make most battles distinct, and the table then grows with the data. With
     an active ``distributed.Client``, the bootstrap resamples (multinomial
     draws over that table, the same as resampling battles) run on the workers
-    through joblib's Dask backend. See :ref:`scaling_out`.
+    through joblib's Dask backend. With ``bootstrap_resample="battles"`` the
+    resamples of the rows are drawn in the one pass over the partitions: every
+    row of every partition gets an independent Poisson(1) count per resample
+    (the Poisson bootstrap, the standard distributed form of the multinomial
+    resample: the resample size is Poisson(n) instead of exactly n, which
+    changes the intervals by O(1/n); an assumption, as the paper's bootstrap
+    resamples in memory). The rows of a partition that share a distinct battle
+    and a weight are drawn at once as one Poisson(count) draw, the same
+    distribution as the sum of their Poisson(1) counts. The draws of a
+    partition are seeded by ``random_state`` and the partition's position, so
+    the same seed and the same partitioning give the same intervals. Each
+    partition then sends ``n_bootstrap`` weights per distinct battle, and the
+    refits run on the workers as above. See :ref:`scaling_out`.
 
     References
     ----------
@@ -267,6 +291,7 @@ class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
         "confidence_level": [Interval(Real, 0, 1, closed="neither")],
         "simultaneous": ["boolean"],
         "n_bootstrap": [Interval(Integral, 2, None, closed="left")],
+        "bootstrap_resample": [StrOptions({"counts", "battles"})],
         "handle_unknown": [StrOptions({"average", "warn", "error"})],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
@@ -277,8 +302,8 @@ class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
 
     def __init__(self, alpha=0.0, *, ties="half", tie_labels=DEFAULT_TIE_LABELS, win_labels="auto", scale=400.0,
                  base=10.0, init_rating=1000.0, anchor=None, ci_method="sandwich", confidence_level=0.95,
-                 simultaneous=False, n_bootstrap=100, handle_unknown="average", tol=1e-10, max_iter=100,
-                 n_jobs=None, random_state=None, verbose=0):
+                 simultaneous=False, n_bootstrap=100, bootstrap_resample="counts", handle_unknown="average",
+                 tol=1e-10, max_iter=100, n_jobs=None, random_state=None, verbose=0):
         self.alpha = alpha
         self.ties = ties
         self.tie_labels = tie_labels
@@ -291,6 +316,7 @@ class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
         self.confidence_level = confidence_level
         self.simultaneous = simultaneous
         self.n_bootstrap = n_bootstrap
+        self.bootstrap_resample = bootstrap_resample
         self.handle_unknown = handle_unknown
         self.tol = tol
         self.max_iter = max_iter
@@ -325,10 +351,15 @@ class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
         """
         name = type(self).__name__
         dask_input = any_dask(X, y, sample_weight, sampling_proba)
+        bootstrap = self.ci_method in ("bootstrap", "bootstrap_pivot")
+        seeds = draw_seeds(self.random_state, self.n_bootstrap) if bootstrap else None
+        rows = bootstrap and self.bootstrap_resample == "battles"
         if dask_input:
-            self.items_, buckets, self.n_battles_ = self._reduce_dask(X, y, sample_weight, sampling_proba)
+            self.items_, buckets, self.n_battles_, resamples = self._reduce_dask(
+                X, y, sample_weight, sampling_proba, seeds if rows else None)
         else:
-            self.items_, buckets, self.n_battles_ = self._reduce(X, y, sample_weight, sampling_proba)
+            self.items_, buckets, self.n_battles_, resamples = self._reduce(X, y, sample_weight, sampling_proba,
+                                                                            rows)
         M = len(self.items_)
         problem = _bt_solver.mle_problem(buckets, M, self.items_)
         self.mle_exists_ = problem is None
@@ -361,16 +392,20 @@ class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
         base_rating = self.init_rating if self.anchor is None else float(self.anchor[1])
         self.ratings_ = factor * self.scores_ + base_rating
         self.bootstrap_ratings_ = None
-        if self.ci_method in ("bootstrap", "bootstrap_pivot"):
+        if bootstrap:
             with _bootstrap_backend(dask_input):
-                self.bootstrap_ratings_ = self._bootstrap(buckets, theta, M, origin, factor, base_rating)
+                self.bootstrap_ratings_ = self._bootstrap(seeds, resamples, buckets, theta, M, origin, factor,
+                                                          base_rating)
         self.rating_intervals_ = self._intervals(M, factor)
         lower, upper = self.rating_intervals_[:, 0], self.rating_intervals_[:, 1]
         self.ranks_ = 1 + (lower[None, :] > upper[:, None]).sum(axis=1)
         return self
 
-    def _reduce(self, X, y, sample_weight, sampling_proba):
-        """In-memory battles to (competitors, buckets, per-competitor battle weights); sets the classes."""
+    def _reduce(self, X, y, sample_weight, sampling_proba, rows=False):
+        """In-memory battles to (competitors, buckets, per-competitor battle weights, row groups); sets the classes.
+
+        With ``rows``, the kept rows grouped by (bucket, weight) with their counts, for the bootstrap of rows.
+        """
         name = type(self).__name__
         # ids (check_ids) and covariates (split_battles) get their own NaN/inf checks, with clearer messages
         X, y = validate_data(self, as_battle_array(as_numpy(X)), as_numpy(y), dtype=None, ensure_min_features=2,
@@ -401,24 +436,37 @@ class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
         items, codes = encode_ids(ids)
         check_ids(name, items)
         M = len(items)
-        buckets = _bt_solver.aggregate(codes, score, Z, freq, ipw, M)
+        buckets, inv = _bt_solver.aggregate(codes, score, Z, freq, ipw, M, return_inverse=True)
         n_battles = (np.bincount(codes[:, 0], weights=freq, minlength=M)
                      + np.bincount(codes[:, 1], weights=freq, minlength=M))
-        return items, buckets, n_battles
+        groups = None
+        if rows:
+            if np.all(freq == freq[0]):  # unweighted logs: one group per bucket
+                count = np.bincount(inv, minlength=len(buckets)).astype(np.float64)
+                groups = (np.arange(len(buckets)), np.full(len(buckets), freq[0]), count)
+            else:
+                pairs, count = np.unique(np.column_stack([inv.astype(np.float64), freq]), axis=0,
+                                         return_counts=True)
+                groups = (pairs[:, 0].astype(np.intp), pairs[:, 1], count.astype(np.float64))
+        return items, buckets, n_battles, groups
 
-    def _reduce_dask(self, X, y, sample_weight, sampling_proba):
-        """The same reduction for Dask collections, block by block (see ``_bt_dask``)."""
+    def _reduce_dask(self, X, y, sample_weight, sampling_proba, seeds=None):
+        """The same reduction for Dask collections, block by block (see ``_bt_dask``).
+
+        With ``seeds``, the same pass draws the Poisson bootstrap of the rows: the fourth value returned is
+        then the bucket frequencies of every resample, shape ``(n_bootstrap, n_buckets)``.
+        """
         from . import _bt_dask
 
-        items, self.classes_, self.first_wins_label_, buckets, n_battles = _bt_dask.prepare_dask(
-            self, X, y, sample_weight, sampling_proba)
+        items, self.classes_, self.first_wins_label_, buckets, n_battles, freqs = _bt_dask.prepare_dask(
+            self, X, y, sample_weight, sampling_proba, seeds=seeds)
         self.n_features_in_ = len(X.columns) if hasattr(X, "columns") else int(X.shape[1])
         names = _bt_dask.feature_names(X)
         if names is None:
             self.__dict__.pop("feature_names_in_", None)
         else:
             self.feature_names_in_ = names
-        return items, buckets, n_battles
+        return items, buckets, n_battles, freqs
 
     def _anchor_shift(self, xi):
         if self.anchor is None:
@@ -434,16 +482,21 @@ class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
                              "competitors of the fitted battles.")
         return xi[code], code
 
-    def _bootstrap(self, buckets, theta, M, origin, factor, base_rating):
-        seeds = draw_seeds(self.random_state, self.n_bootstrap)
+    def _bootstrap(self, seeds, resamples, buckets, theta, M, origin, factor, base_rating):
+        """Refits on the resamples: drawn per chunk of seeds (multinomial over the buckets, or over the row
+        groups ``resamples`` as a tuple), or given as bucket frequencies (``resamples`` an array: Dask rows)."""
         n_chunks = min(self.n_bootstrap, max(1, effective_n_jobs(self.n_jobs)))
-        chunks = np.array_split(seeds, n_chunks)
-        n_draws = max(1, int(round(buckets.freq.sum())))
         check = self.alpha == 0
-        parts = Parallel(n_jobs=self.n_jobs)(
-            delayed(_bt_solver.bootstrap_chunk)(chunk, buckets, M, n_draws, self.alpha, theta, self.tol,
-                                                self.max_iter, check)
-            for chunk in chunks)
+        if isinstance(resamples, np.ndarray):
+            tasks = (delayed(_bt_solver.refit_chunk)(part, buckets, M, self.alpha, theta, self.tol, self.max_iter,
+                                                     check) for part in np.array_split(resamples, n_chunks))
+        else:
+            n_draws = (max(1, int(round(buckets.freq.sum()))) if resamples is None
+                       else int(round(resamples[2].sum())))
+            tasks = (delayed(_bt_solver.bootstrap_chunk)(chunk, buckets, M, n_draws, self.alpha, theta, self.tol,
+                                                         self.max_iter, check, rows=resamples)
+                     for chunk in np.array_split(seeds, n_chunks))
+        parts = Parallel(n_jobs=self.n_jobs)(tasks)
         boot = np.vstack(parts)[:, :M]
         if origin is not None:
             boot = boot - boot[:, [origin]]

@@ -10,6 +10,12 @@ competitors and labels, identical rows summed). On the client the labels are
 parsed as in memory, the inverse-probability weights normalised, and
 :func:`_bt_solver.aggregate` builds the buckets the in-memory fit builds, in
 the same order, so the fit that follows is the in-memory one.
+
+With ``bootstrap_resample="battles"`` the same pass draws the Poisson
+bootstrap of the rows: per resample, every kept row of a block gets an
+independent Poisson(1) count (drawn at once per distinct row and weight, as
+a Poisson(count) draw); each table row then carries its weight followed by its
+``n_bootstrap`` resampled weights, summed like the weight through the merges.
 """
 
 from functools import partial
@@ -50,6 +56,34 @@ def _block_arrays(block, *, name, n_features, tie_keys, ties):
     return ids, Z, y, freq, prob, keep
 
 
+def _sum_rows(inv, freq, n_rows):
+    """Weights (a vector, or a matrix with one column per weight) summed over the rows that ``inv`` merges."""
+    if freq.ndim == 1:
+        return np.bincount(inv, weights=freq, minlength=n_rows)
+    k = freq.shape[1]
+    index = (inv[:, None] * k + np.arange(k)).reshape(-1)
+    return np.bincount(index, weights=freq.reshape(-1), minlength=n_rows * k).reshape(n_rows, k)
+
+
+def _poisson_resamples(inv, freq, n_rows, seeds, index):
+    """Per distinct row, its weight in each of ``len(seeds)`` Poisson bootstrap resamples: ``(n_rows, n_boot)``.
+
+    A row of weight ``f`` drawn ``k ~ Poisson(1)`` times weighs ``k * f``; the ``c`` rows that share a distinct
+    row and a weight are drawn together, ``Poisson(c)`` being the law of the sum of their counts. The block's
+    generator is seeded by the bootstrap seeds and the block's position.
+    """
+    rng = np.random.default_rng(np.random.SeedSequence([int(s) for s in seeds], spawn_key=(int(index),)))
+    B = len(seeds)
+    if len(freq) and np.all(freq == freq[0]):
+        counts = np.bincount(inv, minlength=n_rows)
+        return (rng.poisson(counts, size=(B, n_rows)) * freq[0]).T.astype(np.float64)
+    pairs, count = np.unique(np.column_stack([inv.astype(np.float64), freq]), axis=0, return_counts=True)
+    row, weight = pairs[:, 0].astype(np.int64), pairs[:, 1]
+    draws = rng.poisson(count, size=(B, len(count))) * weight
+    index = (np.arange(B)[:, None] * n_rows + row[None, :]).reshape(-1)
+    return np.bincount(index, weights=draws.reshape(-1), minlength=B * n_rows).reshape(B, n_rows).T
+
+
 class _Table:
     """One block's (or several merged blocks') battles, aggregated against its own competitors and labels.
 
@@ -73,14 +107,17 @@ def _collapse(items, labels, a, b, lab, ipw, Z, freq, n_battles, sums):
     else:
         rows, inv = np.unique(np.column_stack([key.astype(np.float64), ipw, Z]), axis=0, return_inverse=True)
         uniq, w, Zu = rows[:, 0].astype(np.int64), rows[:, 1], np.ascontiguousarray(rows[:, 2:])
-    f = np.bincount(inv.reshape(-1), weights=freq, minlength=len(uniq))
+    inv = inv.reshape(-1)
+    f = _sum_rows(inv, freq, len(uniq))
     L, ab = max(len(labels), 1), uniq // max(len(labels), 1)
-    return _Table(items, labels, ab // len(items) if len(items) else ab, ab % len(items) if len(items) else ab,
-                  uniq % L, w, Zu, f, n_battles, sums)
+    table = _Table(items, labels, ab // len(items) if len(items) else ab, ab % len(items) if len(items) else ab,
+                   uniq % L, w, Zu, f, n_battles, sums)
+    table.inv = inv
+    return table
 
 
-def _block_table(block, **kw):
-    """One pass: the block's distinct battles against its own competitors and labels."""
+def _block_table(block, seeds=None, **kw):
+    """One pass: the block's distinct battles against its own competitors and labels (and their resamples)."""
     ids, Z, y, freq, prob, keep = _block_arrays(block, **kw)
     labels, lab = factorize(y) if len(y) else (y, np.zeros(0, dtype=np.intp))
     ipw = np.ones(len(y)) if prob is None else 1.0 / prob
@@ -93,7 +130,12 @@ def _block_table(block, **kw):
         items, codes = ids.reshape(-1), np.zeros((0, 2), dtype=np.intp)
     n_battles = (np.bincount(codes[:, 0], weights=freq, minlength=len(items))
                  + np.bincount(codes[:, 1], weights=freq, minlength=len(items)))
-    return _collapse(items, labels, codes[:, 0], codes[:, 1], lab, ipw, Z, freq, n_battles, sums)
+    table = _collapse(items, labels, codes[:, 0], codes[:, 1], lab, ipw, Z, freq, n_battles, sums)
+    if seeds is not None:
+        boot = _poisson_resamples(table.inv, freq, len(table.a), seeds, block["index"])
+        table.freq = np.column_stack([table.freq, boot])
+    table.inv = None  # not sent up the tree
+    return table
 
 
 def _position(union, values):
@@ -117,11 +159,13 @@ def _merge_tables(parts):
             cols[name].append(getattr(t, name))
         np.add.at(n_battles, item_pos, t.n_battles)
     merged = {name: np.concatenate(v) for name, v in cols.items()}
-    return _collapse(items, labels, merged["a"], merged["b"], merged["lab"], merged["ipw"], merged["Z"],
-                     merged["freq"], n_battles, sum_combine([t.sums for t in parts]))
+    table = _collapse(items, labels, merged["a"], merged["b"], merged["lab"], merged["ipw"], merged["Z"],
+                      merged["freq"], n_battles, sum_combine([t.sums for t in parts]))
+    table.inv = None
+    return table
 
 
-def prepare_dask(ranker, X, y, sample_weight, sampling_proba):
+def prepare_dask(ranker, X, y, sample_weight, sampling_proba, seeds=None):
     """Reduce Dask battles to what the in-memory fit needs.
 
     Returns
@@ -129,6 +173,8 @@ def prepare_dask(ranker, X, y, sample_weight, sampling_proba):
     items : ndarray of shape (n_items,)
     classes, first_label, buckets, n_battles
         As computed in memory from the same battles.
+    freqs : ndarray of shape (len(seeds), n_buckets) or None
+        With ``seeds``: the buckets' weights in each Poisson bootstrap resample of the rows.
     """
     name = type(ranker).__name__
     if not is_dask_collection(X):
@@ -142,22 +188,26 @@ def prepare_dask(ranker, X, y, sample_weight, sampling_proba):
                                            "sampling_proba": sampling_proba})
     tie_labels = tuple(ranker.tie_labels)
     kw = dict(name=name, n_features=n_features, tie_keys={_key(t) for t in tie_labels}, ties=ranker.ties)
-    table = reduce_blocks(partial(_block_table, **kw), blocks, combine=_merge_tables)
+    for index, block in enumerate(blocks):
+        block["index"] = index
+    table = reduce_blocks(partial(_block_table, seeds=seeds, **kw), blocks, combine=_merge_tables)
+    freq, boot = (table.freq, None) if table.freq.ndim == 1 else (table.freq[:, 0], table.freq[:, 1:])
     total_freq, total_ipw, n_rows = table.sums
     if n_rows == 0:
         raise ValueError(f"Found array with 0 sample(s) (shape=(0, {n_features})) while a minimum of 1 is "
                          f"required by {name}.")
     classes, first_label, label_scores = parse_outcomes(name, table.labels, tie_labels=tie_labels,
                                                         win_labels=ranker.win_labels)
-    if not len(table.freq):
+    if not len(freq):
         raise ValueError(f"{name}: no battle is left to fit (all weights are zero or all battles are ties "
                          "with ties='drop').")
     items = table.items  # sorted as in memory: factorize of the union of the blocks' sorted ids
     check_ids(name, items)
     ipw = None if sampling_proba is None else table.ipw / (total_ipw / total_freq)
-    buckets = _bt_solver.aggregate(np.column_stack([table.a, table.b]), label_scores[table.lab], table.Z,
-                                   table.freq, ipw, len(items))
-    return items, classes, first_label, buckets, table.n_battles
+    buckets, inv = _bt_solver.aggregate(np.column_stack([table.a, table.b]), label_scores[table.lab], table.Z,
+                                        freq, ipw, len(items), return_inverse=True)
+    freqs = None if boot is None else _sum_rows(inv, boot, len(buckets)).T
+    return items, classes, first_label, buckets, table.n_battles, freqs
 
 
 def feature_names(X):

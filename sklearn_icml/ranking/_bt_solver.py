@@ -46,8 +46,11 @@ class Buckets:
         return len(self.a)
 
 
-def aggregate(codes, score, Z, freq, ipw, n_items):
-    """Collapse identical battles into :class:`Buckets` (exact: the likelihood only sees sums)."""
+def aggregate(codes, score, Z, freq, ipw, n_items, return_inverse=False):
+    """Collapse identical battles into :class:`Buckets` (exact: the likelihood only sees sums).
+
+    With ``return_inverse``, also the bucket of every battle.
+    """
     a, b = codes[:, 0], codes[:, 1]
     ycode = np.rint(2 * score).astype(np.int64)  # 0, 1, 2
     key = (a.astype(np.int64) * n_items + b) * 3 + ycode
@@ -59,6 +62,7 @@ def aggregate(codes, score, Z, freq, ipw, n_items):
             present = np.bincount(key, minlength=n_keys) > 0
             uniq = np.flatnonzero(present)
             f = counts[uniq]
+            inv = np.searchsorted(uniq, key) if return_inverse else None
         else:
             uniq, inv = np.unique(key, return_inverse=True)
             f = np.bincount(inv, weights=freq, minlength=len(uniq))
@@ -74,7 +78,8 @@ def aggregate(codes, score, Z, freq, ipw, n_items):
         Zu = np.ascontiguousarray(rows[:, 2:])
     y = (uniq % 3) / 2.0
     ab = uniq // 3
-    return Buckets(ab // n_items, ab % n_items, y, Zu, f, w)
+    buckets = Buckets(ab // n_items, ab % n_items, y, Zu, f, w)
+    return (buckets, inv.reshape(-1)) if return_inverse else buckets
 
 
 def gram(a, b, w, Z, n_items):
@@ -206,19 +211,46 @@ def mle_problem(buckets, n_items, items, freq=None):
     return pair_graph_report(n_items, buckets.a[keep], buckets.b[keep], buckets.y[keep], items)
 
 
-def bootstrap_chunk(seeds, buckets, n_items, n_draws, alpha, theta0, tol, max_iter, check_mle):
-    """Refit on multinomial resamples of the battles (one per seed); NaN rows where the MLE does not exist."""
-    probs = buckets.freq / buckets.freq.sum()
+def _refit(f, buckets, n_items, alpha, theta0, tol, max_iter, check_mle):
+    """The fit on the bucket frequencies ``f`` of one resample; None where the MLE does not exist."""
+    keep = f > 0
+    if check_mle and mle_problem(buckets, n_items, np.arange(n_items), freq=f) is not None:
+        return None
+    bk = buckets
+    theta, _, _ = newton(bk.a[keep], bk.b[keep], bk.y[keep], bk.loss_weight(f)[keep], bk.Z[keep], n_items,
+                         alpha, theta0=theta0, tol=tol, max_iter=max_iter)
+    return theta
+
+
+def bootstrap_chunk(seeds, buckets, n_items, n_draws, alpha, theta0, tol, max_iter, check_mle, rows=None):
+    """Refit on multinomial resamples (one per seed); NaN rows where the MLE does not exist.
+
+    Without ``rows``, ``n_draws`` battles are drawn from the buckets in proportion to their frequencies
+    (resampling the aggregated counts). With ``rows = (bucket, weight, count)``, the rows of the battle log
+    are resampled: ``n_draws`` rows drawn uniformly with replacement, where ``count`` rows of weight ``weight``
+    fall in ``bucket`` (rows with the same bucket and weight are interchangeable, so drawing among these
+    groups is drawing among the rows).
+    """
+    if rows is None:
+        probs = buckets.freq / buckets.freq.sum()
+    else:
+        bucket, weight, count = rows
+        probs = count / count.sum()
     out = np.full((len(seeds), len(theta0)), np.nan)
-    items = np.arange(n_items)
     for i, seed in enumerate(seeds):
-        rng = np.random.RandomState(seed)
-        f = rng.multinomial(n_draws, probs).astype(np.float64)
-        keep = f > 0
-        if check_mle and mle_problem(buckets, n_items, items, freq=f) is not None:
-            continue
-        bk = buckets
-        theta, _, _ = newton(bk.a[keep], bk.b[keep], bk.y[keep], bk.loss_weight(f)[keep], bk.Z[keep], n_items,
-                             alpha, theta0=theta0, tol=tol, max_iter=max_iter)
-        out[i] = theta
+        draw = np.random.RandomState(seed).multinomial(n_draws, probs).astype(np.float64)
+        f = draw if rows is None else np.bincount(bucket, weights=weight * draw, minlength=len(buckets))
+        theta = _refit(f, buckets, n_items, alpha, theta0, tol, max_iter, check_mle)
+        if theta is not None:
+            out[i] = theta
+    return out
+
+
+def refit_chunk(freqs, buckets, n_items, alpha, theta0, tol, max_iter, check_mle):
+    """Refit on resamples given as bucket frequencies (rows of ``freqs``); NaN rows where the MLE does not exist."""
+    out = np.full((len(freqs), len(theta0)), np.nan)
+    for i, f in enumerate(freqs):
+        theta = _refit(f, buckets, n_items, alpha, theta0, tol, max_iter, check_mle)
+        if theta is not None:
+            out[i] = theta
     return out
