@@ -85,6 +85,9 @@ PART_TITLES = (("overhead", "Meta-training seconds per epoch"), ("port", "Port o
                ("hpo", "Evaluations to reach the full grid"), ("tabular", "Tabulated SGD family"))
 
 
+NOT_RUN = "Not run: the parts"
+
+
 def table_part(title):
     """The part of the script that writes the table titled ``title`` (None if unknown)."""
     return next((part for part, prefix in PART_TITLES if title.startswith(prefix)), None)
@@ -99,6 +102,8 @@ def merge_parts(path, kept, kept_estimators):
     if not kept:
         return
     doc = json.loads(path.read_text(encoding="utf-8"))
+    # which parts are missing is said once, by this run's first table
+    kept = [dict(t, notes=[n for n in t["notes"] if not n.startswith(NOT_RUN)]) for t in kept]
     tables = doc["tables"] + kept
     order = {part: i for i, part in enumerate(PARTS)}
     doc["tables"] = sorted(tables, key=lambda t: order.get(table_part(t["title"]), len(PARTS)))
@@ -720,8 +725,7 @@ def main():
         nonlocal first
         new = new if isinstance(new, list) else [new]
         if first and skipped:
-            new[0].note(f"Not run: the parts {', '.join(skipped)} of the script (their tables are not on this "
-                        "page).")
+            new[0].note(f"{NOT_RUN} {', '.join(skipped)} of the script (their tables are not on this page).")
         load = os.getloadavg()[0]
         for t in new:
             t.note(f"Produced by ``{command}`` ({len(args.seeds)} seed(s); load average {load:.1f} when the "
