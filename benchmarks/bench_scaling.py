@@ -27,12 +27,15 @@
    fitted laws predict the largest saving, chosen before the adaptive run.
 
 ``--only PART ...`` (fit, scheduler, digits, width, vit) runs a subset; by default all run (``--quick``:
-fit, scheduler and digits). ``--vit-seeds``, ``--vit-budget`` and ``--vit-upsample`` size part (c); the GPU
-rows: ``--only vit --device cuda --seeds 3 --vit-budget 4e12``.
+fit, scheduler and digits); with ``--only`` the tables of the other parts are kept from the saved results
+(said in a note with the earlier run's command and load). ``--vit-seeds``, ``--vit-budget`` and
+``--vit-upsample`` size part (c); ``--vit-first-seed K`` runs its seeds from K on and keeps the saved rows
+of the seeds before. The GPU rows: ``--only vit --device cuda --seeds 3 --vit-budget 2e12``.
 """
 
 import argparse
 import copy
+import json
 import os
 import statistics
 import sys
@@ -45,7 +48,7 @@ from scipy.optimize import OptimizeWarning, curve_fit, least_squares
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _bench import Table, bench_args, emit  # noqa: E402
+from _bench import Table, bench_args, emit, results_path  # noqa: E402
 
 from sklearn_icml.datasets import make_scaling_runs  # noqa: E402
 from sklearn_icml.scaling import (  # noqa: E402
@@ -558,6 +561,9 @@ def vit_experiment(args):
     ratio_table = Table(f"Empirical (c): ViT patch-size schedule, adaptive / best static FLOPs, predicted by the "
                         f"fitted laws and realised ({on})", "ratio", higher_is_better=False, verdicts=False)
     ratios, predicted, notes = [], [], []
+    for seed in args.vit_kept_seeds:  # rows of earlier seeds from the saved results
+        ratios.append(_keep_seed(args.saved_tables.get(table.title), table, seed, notes))
+        predicted.append(_keep_seed(args.saved_tables.get(ratio_table.title), ratio_table, seed, notes))
     for seed in args.vit_seeds:
         X_tr, X_va, y_tr, y_va = train_test_split(X, y, test_size=360, random_state=seed, stratify=y)
         Xv, yv = torch.as_tensor(X_va), torch.as_tensor(y_va)
@@ -581,7 +587,11 @@ def vit_experiment(args):
             curves[p], walls[p] = _running_min(res.history), time.perf_counter() - start
             print(f"# vit seed {seed} static patch {p}: {res.n_steps} steps, best held-out loss "
                   f"{curves[p][-1][1]:.4f}, {walls[p]:.0f} s", file=sys.stderr, flush=True)
-        sched, warned = _fit_laws(curves, shapes=patches)
+        try:
+            sched, warned = _fit_laws(curves, shapes=patches)
+        except ValueError as exc:  # too few evaluations of a dear patch size at a small budget
+            notes.append(f"seed {seed}: no laws: {exc}")
+            continue
         notes += [f"seed {seed}: {w}" for w in warned]
         notes.append(f"seed {seed}: best held-out loss per static patch size "
                      + ", ".join(f"{p}: {curves[p][-1][1]:.4f}" for p in patches)
@@ -641,6 +651,50 @@ def vit_experiment(args):
     return [table, ratio_table]
 
 
+def _float(x):
+    return float("nan") if x is None else float(x)
+
+
+def _keep_seed(saved, table, seed, notes):
+    """Copy the rows and ``seed N:`` notes of a seed from a saved table into ``table``; return its ratio.
+
+    The ratio is the saved adaptive / best static FLOPs for the FLOPs table, the predicted ratio for the
+    ratio table.
+    """
+    if saved is None:
+        raise SystemExit(f"--vit-first-seed: no saved table {table.title!r} to keep seed {seed} from")
+    case, vals = f"seed {seed}", {}
+    for row in saved["rows"]:
+        if row["case"] != case:
+            continue
+        for v in row["values"]:
+            table.add(row["case"], row["method"], _float(v["value"]), ours=row["ours"], seed=v["seed"])
+        vals[row["method"]] = _float(row["values"][0]["value"])
+    notes += [n for n in saved["notes"] if n.startswith(f"{case}:")]
+    if "predicted by the fitted laws" in vals:
+        return vals["predicted by the fitted laws"]
+    ours = [v for m, v in vals.items() if m.startswith("adaptive")]
+    static = [v for m, v in vals.items() if m.startswith("static")]
+    return ours[0] / min(static) if ours and static else float("nan")
+
+
+def _table_from_saved(saved):
+    """A saved table rebuilt (rows with their seeds, notes, bars, claims, cost)."""
+    t = Table(saved["title"], saved["metric"], higher_is_better=saved["direction"] == "higher",
+              verdicts=saved["verdicts"])
+    for row in saved["rows"]:
+        for v in row["values"]:
+            t.add(row["case"], row["method"], _float(v["value"]), ours=row["ours"], seed=v["seed"])
+    for n in saved["notes"]:
+        t.note(n)
+    for b in saved["bars"]:
+        t.bar(b["text"], _float(b["measured"]), _float(b["threshold"]), op=b["op"])
+    for c in saved["claims"]:
+        t.claim(c["text"], paper=c["paper"], reproduced=c["reproduced"], measured=c["measured"])
+    t._wall, t._cpu = saved.get("wall_seconds", 0.0), saved.get("cpu_seconds", 0.0)
+    return t
+
+
 PARTS = ("fit", "scheduler", "digits", "width", "vit")
 
 
@@ -650,24 +704,51 @@ def main():
     extra.add_argument("--vit-seeds", type=int, default=None, help="seeds of part (c) (default: --seeds, at most 3)")
     extra.add_argument("--vit-budget", type=float, default=1e12, help="FLOPs of each static ViT run (default 1e12)")
     extra.add_argument("--vit-upsample", choices=("bilinear", "nearest"), default="bilinear")
+    extra.add_argument("--vit-first-seed", type=int, default=0,
+                       help="run part (c) from this seed on; the rows of the seeds before are kept from the saved run")
     own, rest = extra.parse_known_args()
     args = bench_args(__doc__, rest)
     quick = args.quick
     only = set(own.only or (("fit", "scheduler", "digits") if quick else PARTS))
-    args.vit_seeds = list(range(own.vit_seeds)) if own.vit_seeds else args.seeds[:3]
+    seeds = list(range(own.vit_seeds)) if own.vit_seeds else args.seeds[:3]
+    args.vit_kept_seeds = [s for s in seeds if s < own.vit_first_seed]
+    args.vit_seeds = [s for s in seeds if s >= own.vit_first_seed]
     args.vit_budget, args.vit_upsample = own.vit_budget, own.vit_upsample
+    path = results_path(args)
+    saved = json.loads(path.read_text(encoding="utf-8")) if own.only and path is not None and path.exists() else None
+    args.saved_tables = {t["title"]: t for t in saved["tables"]} if saved else {}
     estimators = ["AdaptiveShapeScheduler", "ScalingLawRegressor"]
-    tables = fit_tables(args) if "fit" in only else []
-    tables += scheduler_tables(args) if "scheduler" in only else []
-    if tables:
-        emit(tables, args, estimators=estimators)
-    if "digits" in only:
-        digits, _ = digits_experiment(args, quick)
-        emit(digits, args, estimators=estimators)
-    if "width" in only:
-        emit(width_experiment(args), args, estimators=estimators)
-    if "vit" in only:
-        emit(vit_experiment(args), args, estimators=estimators)
+    if not own.only:  # everything runs: save after each part
+        emit(fit_tables(args) + scheduler_tables(args), args, estimators=estimators)
+        if "digits" in only:
+            emit(digits_experiment(args, quick)[0], args, estimators=estimators)
+        if "width" in only:
+            emit(width_experiment(args), args, estimators=estimators)
+        if "vit" in only:
+            emit(vit_experiment(args), args, estimators=estimators)
+        return
+    new = []  # a subset: run it, then save it with the other parts' tables kept, in the saved order
+    new += fit_tables(args) if "fit" in only else []
+    new += scheduler_tables(args) if "scheduler" in only else []
+    new += [digits_experiment(args, quick)[0]] if "digits" in only else []
+    new += [width_experiment(args)] if "width" in only else []
+    new += vit_experiment(args) if "vit" in only else []
+    by_title = {t.title: t for t in new}
+    tables, kept = [], []
+    for title, table in args.saved_tables.items():
+        if title in by_title:
+            tables.append(by_title.pop(title))
+        else:
+            tables.append(_table_from_saved(table))
+            kept.append(tables[-1])
+    tables += list(by_title.values())
+    if kept:
+        prov, hw = saved["provenance"], saved["provenance"]["hardware"]
+        parts = ", ".join(dict.fromkeys(t.title.split(":")[0] for t in kept))
+        kept[0].note(f"Tables {parts} kept from the earlier run "
+                     f"``{prov['command']}`` ({prov['start'][:10]}, commit {str(prov['commit'])[:10]}, load "
+                     f"{hw['load_start'][0]:.1f} at the start, {hw['load_end'][0]:.1f} at the end).")
+    emit(tables, args, estimators=estimators)
 
 
 if __name__ == "__main__":
