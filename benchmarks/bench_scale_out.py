@@ -146,7 +146,7 @@ def _keep_earlier(args, tables, skipped):
                 for v in row["values"]:
                     table.add(row["case"], row["method"], v["value"], ours=row["ours"], seed=v["seed"])
         for bar in saved["bars"]:
-            if any(p in bar["text"] for p in prefixes):
+            if any(p in bar["text"] for p in prefixes) or ("ranker" in skipped and "ranker's" in bar["text"]):
                 table.bar(bar["text"], bar["measured"], bar["threshold"], op=bar["op"])
         for text in saved["notes"]:
             if text.startswith(prefixes):
@@ -154,7 +154,7 @@ def _keep_earlier(args, tables, skipped):
     if kept:
         prov = old["provenance"]
         load = prov["hardware"]
-        tables[0].note(f"Rows of {', '.join(sorted(kept))} kept from the earlier run ``{prov['command']}`` "
+        tables[0].note(f"Rows of {', '.join(sorted(kept))} kept from the earlier run of {prov['command']} "
                        f"({prov['start'][:10]}, load {load['load_start'][0]:.1f} at the start, "
                        f"{load['load_end'][0]:.1f} at the end).")
 
