@@ -44,7 +44,7 @@ def _distinct(y):
     if y.dtype.kind in "iub" and y.size:
         lo, hi = int(y.min()), int(y.max())
         if hi - lo < 1024:
-            return (np.flatnonzero(np.bincount((y.astype(np.int64) - lo))) + lo).astype(y.dtype)
+            return (np.flatnonzero(np.bincount(y.astype(np.int64) - lo)) + lo).astype(y.dtype)
     return np.unique(y)
 
 
