@@ -187,7 +187,7 @@ def resize_patch_vit(model, patch_size, *, position="nearest"):
 
 
 def patch_vit_flops(model, batch_size=1, *, patch_size=None):
-    """FLOPs of one training step of a :func:`make_patch_vit` model: 6 x parameters x tokens plus attention.
+    """Count the FLOPs of one training step of a :func:`make_patch_vit` model (6 x parameters x tokens + attention).
 
     Parameters
     ----------
