@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_random_state
 
+from ..utils._docstrings import fill_doc
 from ..utils._sklearn_private import Interval, StrOptions, validate_params
 from ..utils._torch import as_numpy
 from ._battles import (
@@ -54,6 +55,7 @@ def _battle_arrays(name, X, y=None):
     return np.ascontiguousarray(X[:, :2]), y
 
 
+@fill_doc
 class ActivePairSampler:
     """Choose which pair of competitors to compare next (Chatbot Arena, Eq. 9).
 
@@ -136,11 +138,7 @@ class ActivePairSampler:
 
     References
     ----------
-    .. [1] W.-L. Chiang, L. Zheng, Y. Sheng, A. N. Angelopoulos, T. Li, D. Li,
-       B. Zhu, H. Zhang, M. I. Jordan, J. E. Gonzalez and I. Stoica, "Chatbot
-       Arena: An Open Platform for Evaluating LLMs by Human Preference",
-       Proceedings of the 41st International Conference on Machine Learning
-       (ICML), PMLR 235, 2024.
+    {{chatbot_arena_reference}}
 
     Examples
     --------

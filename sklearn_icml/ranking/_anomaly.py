@@ -7,6 +7,7 @@ from scipy import stats
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_random_state
 
+from ..utils._docstrings import fill_doc
 from ..utils._sklearn_private import Interval, StrOptions, validate_params
 from ._active import _battle_arrays
 from ._battles import DEFAULT_TIE_LABELS, check_ids, encode_ids, factorize, lookup_ids, parse_outcomes
@@ -33,6 +34,7 @@ _check_detector_params = validate_params(
 _VALUES = np.array([0.0, 0.5, 1.0])
 
 
+@fill_doc
 class RaterAnomalyDetector:
     """Flag voters whose votes are unlikely under the vote history (Chatbot Arena, Section 5.1).
 
@@ -102,11 +104,7 @@ class RaterAnomalyDetector:
 
     References
     ----------
-    .. [1] W.-L. Chiang, L. Zheng, Y. Sheng, A. N. Angelopoulos, T. Li, D. Li,
-       B. Zhu, H. Zhang, M. I. Jordan, J. E. Gonzalez and I. Stoica, "Chatbot
-       Arena: An Open Platform for Evaluating LLMs by Human Preference",
-       Proceedings of the 41st International Conference on Machine Learning
-       (ICML), PMLR 235, 2024.
+    {{chatbot_arena_reference}}
 
     Examples
     --------

@@ -15,6 +15,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils._classifier import BinaryDecisionMixin
 from ..utils._dask import any_dask, dask_client
+from ..utils._docstrings import fill_doc
 from ..utils._random import draw_seeds
 from ..utils._sklearn_private import Interval, StrOptions, _check_sample_weight, _fit_context
 from ..utils._torch import as_numpy
@@ -54,6 +55,7 @@ def _check_unknown(name, codes, ids, handle_unknown):
         warnings.warn(msg, UserWarning, stacklevel=3)
 
 
+@fill_doc
 class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
     """Bradley-Terry ratings from pairwise battles, with sandwich or bootstrap intervals.
 
@@ -260,11 +262,7 @@ class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
 
     References
     ----------
-    .. [1] W.-L. Chiang, L. Zheng, Y. Sheng, A. N. Angelopoulos, T. Li, D. Li,
-       B. Zhu, H. Zhang, M. I. Jordan, J. E. Gonzalez and I. Stoica, "Chatbot
-       Arena: An Open Platform for Evaluating LLMs by Human Preference",
-       Proceedings of the 41st International Conference on Machine Learning
-       (ICML), PMLR 235, 2024.
+    {{chatbot_arena_reference}}
 
     Examples
     --------

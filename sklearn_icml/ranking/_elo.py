@@ -9,6 +9,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils._classifier import BinaryDecisionMixin
+from ..utils._docstrings import fill_doc
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import as_numpy
 from ._battles import (
@@ -46,6 +47,7 @@ def _elo_pass(ratings, a, b, score, k, scale, base):
     return np.asarray(r, dtype=np.float64)
 
 
+@fill_doc
 class EloRater(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
     """Online Elo ratings from a stream of pairwise battles.
 
@@ -116,11 +118,7 @@ class EloRater(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
 
     References
     ----------
-    .. [1] W.-L. Chiang, L. Zheng, Y. Sheng, A. N. Angelopoulos, T. Li, D. Li,
-       B. Zhu, H. Zhang, M. I. Jordan, J. E. Gonzalez and I. Stoica, "Chatbot
-       Arena: An Open Platform for Evaluating LLMs by Human Preference",
-       Proceedings of the 41st International Conference on Machine Learning
-       (ICML), PMLR 235, 2024.
+    {{chatbot_arena_reference}}
 
     Examples
     --------

@@ -6,6 +6,7 @@ import numpy as np
 from scipy import stats
 from sklearn.exceptions import NotFittedError
 
+from ..utils._docstrings import fill_doc
 from ..utils._sklearn_private import Interval, StrOptions, validate_params
 from ..utils._torch import as_numpy
 from ._active import _battle_arrays
@@ -43,6 +44,7 @@ def _pair_moments(flat, values, size):
                                                                              minlength=size))
 
 
+@fill_doc
 class WinMatrixEstimator:
     """Win matrix of pairwise battles with CLT confidence intervals (Chatbot Arena, Section 4.1).
 
@@ -127,11 +129,7 @@ class WinMatrixEstimator:
 
     References
     ----------
-    .. [1] W.-L. Chiang, L. Zheng, Y. Sheng, A. N. Angelopoulos, T. Li, D. Li,
-       B. Zhu, H. Zhang, M. I. Jordan, J. E. Gonzalez and I. Stoica, "Chatbot
-       Arena: An Open Platform for Evaluating LLMs by Human Preference",
-       Proceedings of the 41st International Conference on Machine Learning
-       (ICML), PMLR 235, 2024.
+    {{chatbot_arena_reference}}
 
     Examples
     --------

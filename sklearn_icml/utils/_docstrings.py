@@ -1,0 +1,44 @@
+"""Docstring pieces shared by several estimators, written once.
+
+A docstring cites a piece by a line holding only ``{{name}}``; :func:`fill_doc`
+replaces that line by the piece, indented like the line, when the class or
+function is defined, so ``help()``, numpydoc and Sphinx see the full text.
+"""
+
+import re
+
+__all__ = ["DOC_PIECES", "fill_doc"]
+
+DOC_PIECES = {
+    "chatbot_arena_reference": """\
+.. [1] W.-L. Chiang, L. Zheng, Y. Sheng, A. N. Angelopoulos, T. Li, D. Li,
+   B. Zhu, H. Zhang, M. I. Jordan, J. E. Gonzalez and I. Stoica, "Chatbot
+   Arena: An Open Platform for Evaluating LLMs by Human Preference",
+   Proceedings of the 41st International Conference on Machine Learning
+   (ICML), PMLR 235, 2024.""",
+}
+
+_MARKER = re.compile(r"^(?P<indent>[ \t]*)\{\{(?P<name>[a-z_]+)\}\}[ \t]*$", re.MULTILINE)
+
+
+def fill_doc(obj):
+    """Replace each ``{{name}}`` line of ``obj.__doc__`` by ``DOC_PIECES[name]``.
+
+    Parameters
+    ----------
+    obj : class or function
+        Its docstring is rewritten in place.
+
+    Returns
+    -------
+    obj : class or function
+        The same object, so that ``fill_doc`` works as a decorator.
+    """
+    def piece(match):
+        indent = match.group("indent")
+        text = DOC_PIECES[match.group("name")]  # an unknown name is a KeyError at import: a typo fails loudly
+        return "\n".join(indent + line if line else line for line in text.splitlines())
+
+    if obj.__doc__:
+        obj.__doc__ = _MARKER.sub(piece, obj.__doc__)
+    return obj
