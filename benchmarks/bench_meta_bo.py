@@ -93,6 +93,14 @@ def table_part(title):
     return next((part for part, prefix in PART_TITLES if title.startswith(prefix)), None)
 
 
+def produced(title, run, families):
+    """Whether a run of the parts ``run`` (regret: of the ``families``) writes the table titled ``title``."""
+    part = table_part(title)
+    if part != "regret":
+        return part in run
+    return part in run and ("shifted" if title.startswith("Shifted") else "forrester") in families
+
+
 def merge_parts(path, kept, kept_estimators):
     """Add the tables of parts not run now, kept from the results file as it was, to the file just saved.
 
@@ -713,11 +721,15 @@ def main():
     tables = []
     path = None if args.quick else results_path(args)
     kept, kept_estimators = [], []
+    families = set(known.family or ("forrester", "shifted"))
     if path is not None and path.exists():  # tables of the parts not run now stay in the results file
         old = json.loads(path.read_text(encoding="utf-8"))
-        kept = [t for t in old.get("tables", []) if table_part(t["title"]) not in run | {None}]
+        kept = [t for t in old.get("tables", []) if table_part(t["title"]) is not None
+                and not produced(t["title"], run, families)]
         kept_estimators = old.get("estimators", []) if kept else []
     skipped = [p for p in PARTS if p not in run and not any(table_part(t["title"]) == p for t in kept)]
+    if "regret" in run and len(families) == 1 and not any(table_part(t["title"]) == "regret" for t in kept):
+        skipped.append(f"regret of the {({'forrester', 'shifted'} - families).pop()} family")
     command = "python benchmarks/bench_meta_bo.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     first = True
 
