@@ -19,12 +19,13 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from ..utils._classifier import BinaryDecisionMixin
 from ..utils._repr import summarized_repr
 from ..utils._sklearn_private import Interval, _fit_context
 from ..utils._torch import as_numpy
+from ..utils._validation import check_test_data
 from ._action_set import ActionSet
 from ._links import get_link
 
@@ -231,8 +232,7 @@ class _BaseAgent(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
         scores : ndarray of shape (n_duels,)
             Positive where the first item is predicted to win.
         """
-        check_is_fitted(self)
-        X = validate_data(self, as_numpy(X), reset=False, dtype=[np.float64, np.float32])
+        X = check_test_data(self, X)
         z = X.astype(np.float64) @ self.coef_
         return np.clip(z, -0.5, 0.5) if self._rows_link() == "linear" else z
 

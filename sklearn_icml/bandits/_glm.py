@@ -8,11 +8,12 @@ from scipy import linalg
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from ..utils._classifier import BinaryDecisionMixin
 from ..utils._sklearn_private import Interval, StrOptions, _check_sample_weight, _fit_context
 from ..utils._torch import as_numpy
+from ..utils._validation import check_test_data
 from ._links import LINKS, get_link
 
 __all__ = ["PairwiseGLMClassifier", "fit_glm"]
@@ -230,8 +231,7 @@ class PairwiseGLMClassifier(BinaryDecisionMixin, ClassifierMixin, BaseEstimator)
         scores : ndarray of shape (n_duels,)
             Positive when the first item is predicted to win.
         """
-        check_is_fitted(self)
-        X = validate_data(self, as_numpy(X), reset=False, dtype=[np.float64, np.float32])
+        X = check_test_data(self, X)
         return X.astype(np.float64) @ self.coef_[0]
 
     def _decision_to_proba(self, decision):

@@ -13,7 +13,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from ..privacy import (
     ContinualQuadtreeHistogram,
@@ -30,7 +30,7 @@ from ..utils._dask import is_dask_collection
 from ..utils._random import SEED_MAX
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device
-from ..utils._validation import square_safe_max
+from ..utils._validation import check_test_data, square_safe_max
 from ._exact_sums import group_sums as exact_group_sums
 from ._mettu_plaxton import bicriteria_to_k, nearest
 
@@ -958,8 +958,7 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         labels : ndarray of shape (n_samples,)
             Nearest centre of each record.
         """
-        check_is_fitted(self)
-        X = validate_data(self, as_numpy(X), reset=False, dtype=[np.float64, np.float32])
+        X = check_test_data(self, X)
         return assign(np.asarray(X, dtype=np.float64), self.cluster_centers_)[0]
 
     def transform(self, X):
@@ -975,8 +974,7 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         distances : ndarray of shape (n_samples, n_clusters)
             Distance of each record to each centre.
         """
-        check_is_fitted(self)
-        X = validate_data(self, as_numpy(X), reset=False, dtype=[np.float64, np.float32])
+        X = check_test_data(self, X)
         X = np.asarray(X, dtype=np.float64)
         scale, sq = _scaled_sq_distances(X, self.cluster_centers_)
         with np.errstate(over="ignore"):
@@ -1001,8 +999,7 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         score : float
             Minus the sum of squared distances to the nearest centre.
         """
-        check_is_fitted(self)
-        X = validate_data(self, as_numpy(X), reset=False, dtype=[np.float64, np.float32])
+        X = check_test_data(self, X)
         X = np.asarray(X, dtype=np.float64)
         cost = assign(X, self.cluster_centers_)[1]
         if not math.isfinite(cost):

@@ -12,12 +12,12 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
-from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, to_numpy, to_tensor, torch_generator, torch_threads
+from ..utils._torch import DEVICE_CONSTRAINT, to_numpy, to_tensor, torch_generator, torch_threads
 from ..utils._training import TRAINING_PARAMETER_CONSTRAINTS
-from ..utils._validation import standardization
+from ..utils._validation import check_test_data, standardization
 from ._base import SurvivalMixin, breslow_baseline, check_times, cox_batch_loss, survival_from_baseline
 
 __all__ = ["CoxSurvival"]
@@ -347,8 +347,7 @@ class CoxSurvival(SurvivalMixin, BaseEstimator):
         risk : ndarray of shape (n_samples,)
             Log-risk scores.
         """
-        check_is_fitted(self)
-        X = validate_data(self, as_numpy(X), reset=False, dtype=[np.float64, np.float32])
+        X = check_test_data(self, X)
         return self._log_risk(X)
 
     def predict_survival_function(self, X, times=None):

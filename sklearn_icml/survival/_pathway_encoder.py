@@ -6,7 +6,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils._sklearn_private import StrOptions, _fit_context
 from ..utils._torch import as_numpy
-from ..utils._validation import standardization
+from ..utils._validation import check_test_data, standardization
 from ._bags import input_feature_names
 
 __all__ = ["PathwayEncoder"]
@@ -196,8 +196,7 @@ class PathwayEncoder(TransformerMixin, BaseEstimator):
             One column per pathway, or for ``summary="none"`` the grouped genes
             (``n_grouped_genes = pathway_sizes_.sum()``).
         """
-        check_is_fitted(self)
-        X = validate_data(self, as_numpy(X), reset=False, dtype=[np.float64, np.float32])
+        X = check_test_data(self, X)
         dtype = X.dtype
         Z = (X.astype(np.float64) - self.mean_) / self.scale_ if self.standardize else X.astype(np.float64)
         if self.summary == "none":

@@ -11,12 +11,10 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import (
     DEVICE_CONSTRAINT,
-    as_numpy,
     resolve_device,
     to_numpy,
     to_tensor,
@@ -24,6 +22,7 @@ from ..utils._torch import (
     torch_threads,
 )
 from ..utils._training import TRAINING_PARAMETER_CONSTRAINTS
+from ..utils._validation import check_test_data
 from ._base import SurvivalMixin, breslow_baseline, check_times, cox_batch_loss, survival_from_baseline
 
 __all__ = ["PrototypeSurvival"]
@@ -368,8 +367,7 @@ class PrototypeSurvival(SurvivalMixin, BaseEstimator):
         risk : ndarray of shape (n_samples,)
             Risk scores.
         """
-        check_is_fitted(self)
-        X = validate_data(self, as_numpy(X), reset=False, dtype=[np.float64, np.float32])
+        X = check_test_data(self, X)
         if self.loss == "cox":
             return self._logits(X)[:, 0]
         return -self._bin_survival(X).sum(axis=1)
@@ -390,8 +388,7 @@ class PrototypeSurvival(SurvivalMixin, BaseEstimator):
         survival : ndarray of shape (n_samples, n_times)
             Probability of being event-free after each time.
         """
-        check_is_fitted(self)
-        X = validate_data(self, as_numpy(X), reset=False, dtype=[np.float64, np.float32])
+        X = check_test_data(self, X)
         if self.loss == "cox":
             times = check_times(times, self.event_times_, type(self).__name__)
             return survival_from_baseline(self.event_times_, self.cum_baseline_hazard_, self._logits(X)[:, 0], times)

@@ -2,11 +2,41 @@
 
 import numpy as np
 
-__all__ = ["FLOAT32_SAFE_MAX", "check_float32_range", "check_value_range", "square_safe_max", "standardization"]
+__all__ = ["FLOAT32_SAFE_MAX", "check_float32_range", "check_test_data", "check_value_range", "square_safe_max",
+           "standardization"]
 
 #: Largest magnitude accepted by estimators that compute in float32: float32's maximum with three orders of
 #: magnitude to spare for the sums, squares and products a network or a norm forms on the way.
 FLOAT32_SAFE_MAX = float(np.finfo(np.float32).max) / 1e3
+
+
+def check_test_data(estimator, X):
+    """Check that ``estimator`` is fitted and return ``X`` validated against its fit.
+
+    The test-time counterpart of the ``validate_data(..., reset=True)`` call of
+    ``fit``: ``X`` (a torch tensor is accepted) must have the fitted number of
+    features (and their names, when the fit saw names); it is returned as a
+    float64 or float32 numpy array.
+
+    Parameters
+    ----------
+    estimator : fitted estimator
+        The estimator whose ``predict``, ``transform`` or ``score_samples``
+        receives ``X``.
+    X : array-like of shape (n_samples, n_features)
+        The test data.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features)
+        The validated data, float64 or float32.
+    """
+    from sklearn.utils.validation import check_is_fitted, validate_data
+
+    from ._torch import as_numpy
+
+    check_is_fitted(estimator)
+    return validate_data(estimator, as_numpy(X), reset=False, dtype=[np.float64, np.float32])
 
 
 def square_safe_max(dtype=np.float64):

@@ -7,6 +7,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn_icml.utils._validation import (
     FLOAT32_SAFE_MAX,
     check_float32_range,
+    check_test_data,
     check_value_range,
     square_safe_max,
     standardization,
@@ -62,3 +63,18 @@ def test_square_safe_values_square_and_sum_without_overflow(dtype):
     check_value_range(np.array([limit, np.nan]), name="Est", limit=limit, reason="why")
     with pytest.raises(ValueError, match=r"Est: X holds values up to .* \(squares\); rescale it"):
         check_value_range(np.array([2 * limit]), name="Est", limit=limit, reason="squares")
+
+
+def test_test_data_checked_against_the_fit():
+    from sklearn.exceptions import NotFittedError
+
+    X = np.arange(12.0).reshape(4, 3)
+    scaler = StandardScaler()
+    with pytest.raises(NotFittedError):
+        check_test_data(scaler, X)
+    scaler.fit(X)
+    out = check_test_data(scaler, X.astype(np.float32))
+    assert out.dtype == np.float32 and np.array_equal(out, X)
+    assert check_test_data(scaler, X.astype(int)).dtype == np.float64
+    with pytest.raises(ValueError, match="3 features"):
+        check_test_data(scaler, X[:, :2])
