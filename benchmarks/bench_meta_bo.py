@@ -685,9 +685,8 @@ def overhead_table(args, sizes):
         table.bar(f"{label}: seconds per epoch, training layer / former hand loop (target: at most 1.2, the "
                   "library's bound for its shared training layer)", r, 1.2, op="<=")
     table.note("Same tasks, seeds, epochs and gradient steps per epoch; wall time of the whole meta_fit divided by "
-               "the epochs (setup included on both sides). Both use mini-batches of 256 rows of the likelihood-free "
-               "training sets on average: the layer draws them over observations (an observation below the "
-               "threshold carries its two rows), the former loop over rows.")
+               "the epochs (setup included on both sides). Both draw mini-batches of 256 rows of the likelihood-free "
+               "training sets, over rows, as MALIBO does.")
     return table
 
 
