@@ -1,13 +1,13 @@
 """Binned expected calibration error: the metric LS-ECE is compared with."""
 
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 
 from ..utils._dask import any_dask
 from ..utils._sklearn_private import Interval, StrOptions, validate_params
 from ..utils._torch import as_numpy
-from ._calibration_input import prepare_binary_problems
+from ._calibration_input import MULTICLASS_CONSTRAINT, SCORE_INPUT_CONSTRAINTS, prepare_binary_problems
 
 
 def bin_edges(prob, w, n_bins, strategy):
@@ -54,15 +54,10 @@ def ece_from_bins(conf, acc, weight):
 
 @validate_params(
     {
-        "y_true": ["array-like"],
-        "y_score": ["array-like"],
+        **SCORE_INPUT_CONSTRAINTS,
+        **MULTICLASS_CONSTRAINT,
         "n_bins": [Interval(Integral, 1, None, closed="left")],
         "strategy": [StrOptions({"uniform", "quantile"})],
-        "response": [StrOptions({"proba", "logits"})],
-        "multiclass": [StrOptions({"top_label", "classwise"})],
-        "labels": ["array-like", None],
-        "pos_label": [Real, str, "boolean", None],
-        "sample_weight": ["array-like", None],
     },
     prefer_skip_nested_validation=True,
 )

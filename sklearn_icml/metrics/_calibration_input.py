@@ -16,13 +16,25 @@ rather than clipped, and the metrics treat them as point masses.
 """
 
 from dataclasses import dataclass
+from numbers import Real
 
 import numpy as np
 from sklearn.utils import check_array, column_or_1d
 
-from ..utils._sklearn_private import _check_sample_weight
+from ..utils._sklearn_private import StrOptions, _check_sample_weight
 from ..utils._torch import as_numpy, is_torch_tensor
 from ._backend import get_ops
+
+# the ``validate_params`` constraints of the arguments every calibration metric takes
+SCORE_INPUT_CONSTRAINTS = {
+    "y_true": ["array-like"],
+    "y_score": ["array-like"],
+    "response": [StrOptions({"proba", "logits"})],
+    "labels": ["array-like", None],
+    "pos_label": [Real, str, "boolean", None],
+    "sample_weight": ["array-like", None],
+}
+MULTICLASS_CONSTRAINT = {"multiclass": [StrOptions({"top_label", "classwise"})]}
 
 # rows per chunk in the top-label reduction: bounds the temporary memory to about
 # 2**22 scores, whatever the number of classes

@@ -8,7 +8,7 @@ from sklearn.utils import check_random_state
 
 from ..utils._dask import any_dask
 from ..utils._sklearn_private import Interval, StrOptions, validate_params
-from ._calibration_input import prepare_binary_problems
+from ._calibration_input import MULTICLASS_CONSTRAINT, SCORE_INPUT_CONSTRAINTS, prepare_binary_problems
 
 # grid step of the deterministic estimator, in units of sigma, and the Gaussian
 # kernel's truncation (mass beyond 8 sigma: 1e-15)
@@ -147,16 +147,11 @@ def _monte_carlo(ops, z, y, w, sigma, noise, n_samples, rng):
 
 @validate_params(
     {
-        "y_true": ["array-like"],
-        "y_score": ["array-like"],
+        **SCORE_INPUT_CONSTRAINTS,
+        **MULTICLASS_CONSTRAINT,
         "sigma": [Interval(Real, 0, None, closed="neither")],
         "noise": [StrOptions({"gaussian", "uniform"})],
         "estimator": [StrOptions({"grid", "mc"})],
-        "response": [StrOptions({"proba", "logits"})],
-        "multiclass": [StrOptions({"top_label", "classwise"})],
-        "labels": ["array-like", None],
-        "pos_label": [Real, str, "boolean", None],
-        "sample_weight": ["array-like", None],
         "n_samples": [Interval(Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
     },

@@ -8,7 +8,7 @@ from scipy.special import expit
 from ..utils._dask import any_dask
 from ..utils._sklearn_private import Interval, StrOptions, validate_params
 from ..utils._torch import as_numpy
-from ._calibration_input import prepare_binary_problems
+from ._calibration_input import SCORE_INPUT_CONSTRAINTS, prepare_binary_problems
 from ._ls_ece import _gaussian_grid_sums, _split_infinite
 
 
@@ -24,14 +24,9 @@ def _uniform_sums(z, y, w, sigma, n_grid):
 
 @validate_params(
     {
-        "y_true": ["array-like"],
-        "y_score": ["array-like"],
+        **SCORE_INPUT_CONSTRAINTS,
         "sigma": [Interval(Real, 0, None, closed="neither")],
         "noise": [StrOptions({"gaussian", "uniform"})],
-        "response": [StrOptions({"proba", "logits"})],
-        "labels": ["array-like", None],
-        "pos_label": [Real, str, "boolean", None],
-        "sample_weight": ["array-like", None],
         "n_points": [Interval(Integral, 2, None, closed="left")],
     },
     prefer_skip_nested_validation=True,
