@@ -578,3 +578,38 @@ def emit(tables, args=None, file=None, *, estimators=(), figures=()):
         if path is not None:
             print(f"saved {_relative(path)}", file=sys.stderr, flush=True)
     return text
+
+
+def kept_tables(args, part_of, run):
+    """The tables of the results file that the parts ``run`` now will not rewrite, and its estimators.
+
+    For a script whose ``--part`` option runs some of its parts: ``part_of(title)`` names the part that
+    writes a table (None: unknown, dropped). Pass what this returns to :func:`merge_kept` after each
+    ``emit``, so that re-running one part replaces only that part's tables in the saved file.
+    """
+    path = results_path(args)
+    if path is None or not path.exists():
+        return [], []
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return [], []
+    kept = [t for t in old.get("tables", []) if part_of(t["title"]) not in (None, *run)]
+    return kept, (old.get("estimators", []) if kept else [])
+
+
+def merge_kept(args, kept, estimators, parts, part_of):
+    """Add the ``kept`` tables (see :func:`kept_tables`) to the results file just saved, ordered by ``parts``.
+
+    The provenance stays this run's: each table should note the command that made it.
+    """
+    path = results_path(args)
+    if not kept or path is None or not path.exists():
+        return
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    order = {part: i for i, part in enumerate(parts)}
+    doc["tables"] = sorted(doc["tables"] + list(kept), key=lambda t: order.get(part_of(t["title"]), len(parts)))
+    doc["estimators"] = sorted(set(doc["estimators"]) | set(estimators))
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    tmp.replace(path)

@@ -20,10 +20,15 @@ Tables:
 
     python benchmarks/bench_private_evolution.py --quick
     python benchmarks/bench_private_evolution.py --seeds 5
+    python benchmarks/bench_private_evolution.py --seeds 5 --part cost --part text
+
+``--part`` (repeatable) runs some parts only; their tables replace those parts' tables in
+benchmarks/results/private_evolution.json and the other parts' tables stay (each notes its command).
 """
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -33,7 +38,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _bench import Table, bench_args, emit, ensure_venv  # noqa: E402
+from _bench import Table, bench_args, emit, ensure_venv, kept_tables, merge_kept  # noqa: E402
 from sklearn.datasets import make_blobs, make_classification  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.neighbors import NearestNeighbors  # noqa: E402
@@ -148,7 +153,7 @@ NUMERIC_CASES = [
 
 
 def start_aim_peer(args):
-    """Start AIM on the numeric cases' private rows in its own process, before everything else (it is the long
+    """Start AIM on the numeric cases' private rows in its own process, before PE's numeric rows (it is the long
     pole); returns (process or None, rows, temporary folder, error or None)."""
     aim_jobs, aim_rows = [], []
     for case, make, bounds, _, bins in NUMERIC_CASES:
@@ -270,8 +275,8 @@ def cost_table(args):
                   higher_is_better=False)
     cpu = Table("Cost: CPU seconds of one voting round, 10^5 x 384 private against 1024 synthetic", "CPU seconds",
                 higher_is_better=False, verdicts=False)
-    rows = [("NearestVoter round (torch float32, private set prepared once per fit)", True),
-            ("nearest_votes, one call (torch, float32 copy of the private set included)", True),
+    rows = [("NearestVoter round (float32, private set prepared once per fit)", True),
+            ("nearest_votes, one call (float32 copy of the private set included)", True),
             ("nearest_votes (blocked numpy, float64)", True),
             ("sklearn NearestNeighbors(brute).kneighbors", False)]
     for seed in args.seeds:
@@ -289,13 +294,15 @@ def cost_table(args):
               table.mean(case, rows[0][0]), 2.0, op="<=")
     table.bar("one nearest_votes call (private set converted in the call) / sklearn NearestNeighbors, time "
               "(target: no slower)", table.mean(case, rows[1][0]) / table.mean(case, rows[3][0]), 1.0, op="<=")
-    table.note("A fit converts the private embeddings to float32 on the device once and votes against each "
-               "round's synthetic set with one fused GEMM (squared norms as its beta term) and an argmin per "
-               "block of 8192 rows, so the distance block is 8192 x 1024 whatever the number of private points. "
-               "The votes are exact and equal to the numpy float64 path's and scikit-learn's on these data.")
+    table.note("A fit converts the private embeddings to float32 once and votes against each round's synthetic "
+               "set block by block: on the CPU one single-precision GEMM of numpy's BLAS (OpenBLAS) against -2 "
+               "times the synthetic points, plus their squared norms, and an argmin per block of 2048 rows (an 8 MB "
+               "distance block, whatever the number of private points); on a GPU one fused torch addmm and argmin "
+               "per block of 8192 rows. The votes are exact brute force and equal to the numpy float64 path's and "
+               "scikit-learn's on these data. One thread (OMP_NUM_THREADS=1): the GEMM's 79 GFLOP per round run "
+               "at about one core's peak.")
     cpu.note("CPU seconds of the same calls, one thread: on a loaded machine the wall time above exceeds them "
-             "by the time the process waited for a core (smartnoise-synth's AIM, in its own process, runs "
-             "in the background during the whole run).")
+             "by the time the process waited for a core.")
     return [table, cpu]
 
 
@@ -305,21 +312,44 @@ def parse():
     extra = argparse.ArgumentParser(add_help=False)
     extra.add_argument("--peer-venv", default=os.environ.get("SKLEARN_ICML_AIM_VENV", "/tmp/sklearn-icml-aim-venv"))
     extra.add_argument("--no-peer", action="store_true", help="skip smartnoise-synth's AIM")
+    extra.add_argument("--part", action="append", choices=PARTS)
     own, rest = extra.parse_known_args()
     if "-h" in rest or "--help" in rest:
-        print("extra options: --peer-venv PATH (smartnoise-synth virtualenv), --no-peer (skip AIM)")
+        print("extra options: --peer-venv PATH (smartnoise-synth virtualenv), --no-peer (skip AIM), "
+              f"--part {{{','.join(PARTS)}}} (repeatable; default all: a part run alone replaces only its tables "
+              "in the results file)")
     args = bench_args(__doc__, rest, default_seeds=5, quick_seeds=2)
-    args.peer_venv, args.no_peer = own.peer_venv, own.no_peer
+    args.peer_venv, args.no_peer, args.part = own.peer_venv, own.no_peer, own.part
     return args
+
+
+PARTS = ("cost", "accounting", "text", "numeric")
+PART_TITLES = (("cost", "Cost:"), ("accounting", "Accounting:"), ("text", "Text:"), ("numeric", "Numeric:"))
+
+
+def part_of(title):
+    """The part of the script that writes the table titled ``title`` (None if unknown)."""
+    return next((part for part, prefix in PART_TITLES if title.startswith(prefix)), None)
 
 
 def main():
     args = parse()
+    run = [p for p in PARTS if p in (args.part or PARTS)]
     estimators = ["PrivateEvolution", "PrivateEvolutionText", "SyntheticDataClassifier"]
-    aim = start_aim_peer(args)  # in the background from the start: it runs longest
+    # the tables of the parts not run now stay in the results file (each notes the command that made it)
+    kept, kept_estimators = kept_tables(args, part_of, run)
+    command = "python benchmarks/bench_private_evolution.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    # AIM runs in the background during the numeric part (after the timed parts, so that it does not slow them)
+    parts = dict(cost=cost_table, accounting=lambda a: [accounting_table(a)], text=text_table,
+                 numeric=lambda a: numeric_tables(a, start_aim_peer(a)))
     # each part is saved as soon as it is measured (emit adds up), the one waiting for the peer last
-    for part in (cost_table, lambda a: [accounting_table(a)], text_table, lambda a: numeric_tables(a, aim)):
-        emit(part(args), args, estimators=estimators)
+    for part in run:
+        tables = parts[part](args)
+        for t in tables:
+            t.note(f"Produced by: {command.strip()} ({len(args.seeds)} seed(s); load average "
+                   f"{os.getloadavg()[0]:.1f} when the table was done).")
+        emit(tables, args, estimators=estimators)
+        merge_kept(args, kept, kept_estimators, PARTS, part_of)
 
 
 if __name__ == "__main__":
