@@ -101,7 +101,8 @@ class PrivateEvolution(BaseEstimator):
         Run one Private Evolution per class of ``y`` (disjoint data, so the
         budget holds for all classes together); :meth:`sample` returns labels.
     device : {"cpu", "auto", "cuda"}, default="cpu"
-        Where the nearest-neighbour votes are computed (blocked torch matmuls).
+        Where the nearest-neighbour votes are computed: blocked float32
+        matmuls, with numpy's BLAS on the CPU and torch on a GPU.
     random_state : int, RandomState instance or None, default=None
         Seeds the population, the noise, the selection and the variations.
     verbose : int, default=0
