@@ -55,13 +55,19 @@ def _battle_block(block_id, n, seed):
 
 
 def _point_block(block_id, n, seed, d=10, k=8):
-    rng = np.random.RandomState([seed, block_id])
+    # numpy's Generator (PCG64, ziggurat normals) from the seed sequence [seed, block]: twice the speed of the
+    # legacy RandomState's normals; the law is the same (a uniform blob, then N(0, I) around its centre)
+    rng = np.random.default_rng([seed, block_id])
     centres = np.random.RandomState(seed).uniform(-8, 8, size=(k, d))
-    return centres[rng.randint(0, k, n)] + rng.normal(0, 1.0, size=(n, d))
+    labels = rng.integers(0, k, n)
+    X = rng.standard_normal((n, d))
+    for start in range(0, n, 1 << 15):  # in slices: no full-size temporary
+        X[start:start + (1 << 15)] += centres[labels[start:start + (1 << 15)]]
+    return X
 
 
 def _score_block(block_id, n, seed):
-    rng = np.random.RandomState([seed, block_id])
+    rng = np.random.default_rng([seed, block_id])
     logit = rng.normal(0, 2, n)
     y = (rng.uniform(size=n) < 1 / (1 + np.exp(-logit / 1.3))).astype(np.float64)
     return np.column_stack([1 / (1 + np.exp(-logit)), y])

@@ -109,6 +109,10 @@ def test_each_reduction_reads_the_data_once_per_pass():
             cy, cp = {}, {}
             metric(_counted(y, "uneven", cy), _counted(p, "uneven", cp), sample_weight=w)
             assert _passes(cy, n_blocks) == _passes(cp, n_blocks) == 1, metric.__name__
+        ca = {}  # columns cut from one collection share its blocks: each block is still produced once
+        both = _counted(np.column_stack([y, p]), "uneven", ca)
+        ls_ece(both[:, 0], both[:, 1], sample_weight=w)
+        assert _passes(ca, n_blocks) == 1
         cy, cs = {}, {}
         ls_ece(_counted(labels, "uneven", cy), _counted(S, "uneven", cs), labels=[0, 1, 2])
         assert _passes(cy, n_blocks) == _passes(cs, n_blocks) == 1
@@ -273,7 +277,10 @@ def _assert_same_private_fit(got, ref, exact=True):
 
 
 @pytest.mark.parametrize("how", CHUNKINGS)
-def test_private_kmeans_dask_equals_in_memory(client, how):
+def test_private_kmeans_dask_equals_in_memory(client, how, monkeypatch):
+    from sklearn_icml.cluster import _private_kmeans_dask
+
+    monkeypatch.setattr(_private_kmeans_dask, "_SLICE_ROWS", 97)  # blocks are read in slices: many, uneven
     X = _blobs()
     params = dict(n_clusters=3, epsilon=2.0, bounds=(-8, 8), random_state=0)
     ref = PrivateKMeans(**params).fit(X)

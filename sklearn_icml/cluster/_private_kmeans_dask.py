@@ -74,23 +74,46 @@ def _clipped(block, bounds, **kw):
     return np.clip(_matrix(block, **kw), *bounds)
 
 
+#: Rows processed at a time inside a block: the temporaries of a slice stay in cache, and the exact statistics
+#: (integer counts and pieces) add up over the slices without rounding.
+_SLICE_ROWS = 1 << 15
+
+
+def _clipped_slices(block, bounds, **kw):
+    """The block's records clipped to the box, slice by slice (views of one reused buffer)."""
+    X = _matrix(block, **kw)
+    buf = np.empty((min(_SLICE_ROWS, len(X)), X.shape[1]))
+    for start in range(0, len(X), _SLICE_ROWS):
+        part = X[start:start + _SLICE_ROWS]
+        yield np.clip(part, *bounds, out=buf[:len(part)])
+
+
 def _cell_counts(block, *, bounds, geometry, unit_box, n_levels, level, keys, **kw):
     """Exact counts of the block's projected records in the candidate cells ``keys`` (sorted) at ``level``."""
-    Y = geometry.project(_clipped(block, bounds, **kw))
-    Q = unit_cells(to_unit(Y, *unit_box), n_levels)
-    own = pack_keys(Q >> (n_levels - level), level)
-    pos = np.clip(np.searchsorted(keys, own), 0, max(len(keys) - 1, 0))
-    hit = keys[pos] == own if len(keys) else np.zeros(len(own), dtype=bool)
-    return np.bincount(pos[hit], minlength=len(keys)).astype(np.float64)
+    counts = np.zeros(len(keys), dtype=np.int64)
+    if not len(keys):
+        return counts.astype(np.float64)
+    for Xc in _clipped_slices(block, bounds, **kw):
+        Q = unit_cells(to_unit(geometry.project(Xc), *unit_box), n_levels)
+        own = pack_keys(Q >> (n_levels - level), level)
+        pos = np.minimum(np.searchsorted(keys, own), len(keys) - 1)
+        counts += np.bincount(pos[keys[pos] == own], minlength=len(keys))
+    return counts.astype(np.float64)
 
 
 def _group_totals(block, *, bounds, geometry, centers, n_groups, exponents, **kw):
     """Exact sizes of the groups of the nearest ``centers`` and the int64 pieces of their sums of ``x - c``
     (exact in any order: the centres equal the in-memory ones bit for bit, see ``_exact_sums``)."""
-    Xc = _clipped(block, bounds, **kw)
-    groups = nearest(Xc if geometry is None else geometry.project(Xc), centers)
-    pieces = group_pieces(Xc - (bounds[0] + bounds[1]) / 2.0, groups, n_groups, exponents)
-    return np.bincount(groups, minlength=n_groups).astype(np.float64), pieces
+    counts = np.zeros(n_groups, dtype=np.int64)
+    pieces = 0
+    middle = (bounds[0] + bounds[1]) / 2.0
+    for Xc in _clipped_slices(block, bounds, **kw):
+        groups = nearest(Xc if geometry is None else geometry.project(Xc), centers)
+        pieces = pieces + group_pieces(Xc - middle, groups, n_groups, exponents)
+        counts += np.bincount(groups, minlength=n_groups)
+    if isinstance(pieces, int):  # an empty block
+        pieces = group_pieces(np.zeros((0, len(exponents))), np.zeros(0, dtype=np.int64), n_groups, exponents)
+    return counts.astype(np.float64), pieces
 
 
 def _costs_and_inertias(block, *, bounds, candidates, stored, **kw):

@@ -72,14 +72,33 @@ def n_columns(X, name, caller):
     return int(X.shape[1])
 
 
-def _array_blocks(arr, row_chunks):
-    """Delayed row blocks of a dask array (all columns in one block), rechunked to ``row_chunks`` if given."""
+def _row_blocked(arr, row_chunks):
+    """A dask array with all columns in one block, rechunked to ``row_chunks`` if given."""
     if arr.ndim > 1:
         arr = arr.rechunk({i: -1 for i in range(1, arr.ndim)})
     if row_chunks is not None and arr.chunks[0] != row_chunks:
         arr = arr.rechunk({0: row_chunks})
-    blocks = arr.to_delayed()
-    return list(blocks.reshape(blocks.shape[0], -1)[:, 0])
+    return arr
+
+
+def _delayed_rows(arrays):
+    """Delayed row blocks of each dask array, optimised together.
+
+    Arrays cut from one collection (``A[:, 0]`` and ``A[:, 1]``, say) share the
+    tasks that produce its blocks: optimised together, those tasks stay shared,
+    so one pass computes each block once (optimised one by one, each array would
+    inline its own copy, and a lazily generated or disk-backed block would be
+    produced once per array).
+    """
+    import dask
+
+    with dask.config.set({"optimization.fuse.active": False}):  # low-level fusion would copy shared tasks
+        arrays = dask.optimize(*arrays)
+    out = []
+    for arr in arrays:
+        blocks = arr.to_delayed(optimize_graph=False)
+        out.append(list(blocks.reshape(blocks.shape[0], -1)[:, 0]))
+    return out
 
 
 def aligned_blocks(caller, main_name, main, others):
@@ -93,15 +112,16 @@ def aligned_blocks(caller, main_name, main, others):
     import dask
 
     kind = _check_kind(main, main_name, caller)
+    columns, arrays = {}, {}  # name -> delayed blocks; name -> dask array (their blocks made below, together)
     if kind == "array":
         row_chunks = main.chunks[0]
         known = not any(np.isnan(c) for c in row_chunks)
-        main_blocks = _array_blocks(main, None)
+        arrays[main_name] = _row_blocked(main, None)
+        n_blocks = len(row_chunks)
     else:
         row_chunks, known = None, False
-        main_blocks = list(main.to_delayed())
-    n_blocks = len(main_blocks)
-    columns = {main_name: main_blocks}
+        columns[main_name] = list(main.to_delayed())
+        n_blocks = len(columns[main_name])
     lengths = None
     for name, obj in others.items():
         if obj is None:
@@ -113,23 +133,30 @@ def aligned_blocks(caller, main_name, main, others):
                 if obj.shape[0] != main.shape[0]:
                     raise ValueError(f"{caller}: {name} has {obj.shape[0]} rows but {main_name} has "
                                      f"{main.shape[0]}.")
-                blocks = _array_blocks(obj, row_chunks)
+                arrays[name] = _row_blocked(obj, row_chunks)
+                continue
+            if other_kind == "array":
+                arrays[name] = _row_blocked(obj, None)
+                n_other = len(obj.chunks[0])
             else:
-                blocks = _array_blocks(obj, None) if other_kind == "array" else list(obj.to_delayed())
-                if len(blocks) != n_blocks:
-                    raise ValueError(
-                        f"{caller}: {name} has {len(blocks)} partitions but {main_name} has {n_blocks}; pass "
-                        f"columns of the same dask DataFrame, or dask arrays with the same row chunks.")
-            columns[name] = blocks
+                columns[name] = list(obj.to_delayed())
+                n_other = len(columns[name])
+            if n_other != n_blocks:
+                raise ValueError(
+                    f"{caller}: {name} has {n_other} partitions but {main_name} has {n_blocks}; pass "
+                    f"columns of the same dask DataFrame, or dask arrays with the same row chunks.")
             continue
         values = np.asarray(obj)
         if lengths is None:
             lengths = ([int(c) for c in row_chunks] if known
-                       else [int(v) for v in dask.compute(*[dask.delayed(len)(b) for b in main_blocks])])
+                       else [int(v) for v in dask.compute(*[dask.delayed(len)(b) for b in columns[main_name]])])
         if values.shape[:1] != (sum(lengths),):
             raise ValueError(f"{caller}: {name} has {values.shape[:1]} rows but {main_name} has {sum(lengths)}.")
         bounds = np.cumsum([0] + lengths)
         columns[name] = [dask.delayed(values[a:b], pure=True) for a, b in zip(bounds[:-1], bounds[1:])]
+    if arrays:
+        columns.update(zip(arrays, _delayed_rows(list(arrays.values()))))
+    columns = {name: columns[name] for name in [main_name, *others]}
     return [{name: blocks[i] for name, blocks in columns.items()} for i in range(n_blocks)]
 
 
