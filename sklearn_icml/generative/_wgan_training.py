@@ -27,7 +27,7 @@ import numpy as np
 
 from ..utils._training import ProgressReporter, iterate_minibatches
 
-__all__ = ["WGANTrainingResult", "draw_latent", "train_wgan"]
+__all__ = ["WGANTrainingResult", "critic_step_loss", "draw_latent", "train_wgan"]
 
 #: Columns of the loss history, one value per generator iteration.
 HISTORY_KEYS = ("critic", "wasserstein", "generator", "inverse")
@@ -45,7 +45,7 @@ class WGANTrainingResult:
         ``train_inverse=False``).
     history : dict of ndarray
         Per generator iteration: the critic's loss (mean over its steps,
-        gradient penalty included), its Wasserstein estimate
+        gradient penalty included; hinge or Wasserstein form), its Wasserstein estimate
         ``E D(real) - E D(fake)`` at the last critic step, the generator's
         adversarial loss ``-E D(g(z))``, and the inverse term (mean squared
         ``h(g(z)) - z``, or the singular-value penalty of the injective
@@ -76,7 +76,8 @@ def _cycle_batches(n_samples, batch_size, generator, device):
 
 
 def _critic_terms(critic, real, fake, penalize, gp_at, generator):
-    """``E D(real) - E D(fake)`` and ``E (||grad D(x)|| - 1)^2`` from one forward pass of the critic.
+    """``E D(real) - E D(fake)``, ``E (||grad D(x)|| - 1)^2`` (None unless ``penalize``) and the real and generated
+    rows' scores, from one forward pass of the critic.
 
     The real, generated (and interpolated) rows go through the critic as one
     batch; the penalty's gradient is taken with respect to the real rows
@@ -87,7 +88,7 @@ def _critic_terms(critic, real, fake, penalize, gp_at, generator):
     n = len(real)
     if not penalize:
         out = critic(torch.cat([real, fake]))
-        return out[:n].mean() - out[n:].mean(), None
+        return out[:n].mean() - out[n:].mean(), None, out[:n], out[n:]
     if gp_at == "real":
         at = real.detach().requires_grad_(True)
         out = critic(torch.cat([at, fake]))
@@ -98,7 +99,29 @@ def _critic_terms(critic, real, fake, penalize, gp_at, generator):
         out = critic(torch.cat([real, fake, at]))
         scores = out[2 * n:]
     (grad,) = torch.autograd.grad(scores.sum(), at, create_graph=True)
-    return out[:n].mean() - out[n:2 * n].mean(), ((grad.norm(dim=1) - 1.0) ** 2).mean()
+    return (out[:n].mean() - out[n:2 * n].mean(), ((grad.norm(dim=1) - 1.0) ** 2).mean(), out[:n],
+            out[n:2 * n])
+
+
+def critic_step_loss(critic, real, fake, *, critic_loss="wasserstein", gradient_penalty=1.0, gp_at="real",
+                     generator=None):
+    """The critic's loss on one real and one generated batch, and its Wasserstein estimate.
+
+    ``critic_loss="wasserstein"``: ``E D(fake) - E D(real)`` (the form the
+    paper's W1 analysis assumes); ``"hinge"``: ``E relu(1 - D(real)) +
+    E relu(1 + D(fake))`` (the form of the authors' code). Either way plus
+    ``gradient_penalty * E (||grad D(x)|| - 1)^2``. Returns ``(loss,
+    E D(real) - E D(fake))``.
+    """
+    import torch.nn.functional as F
+
+    penalize = gradient_penalty > 0
+    w_est, penalty, real_scores, fake_scores = _critic_terms(critic, real, fake, penalize, gp_at, generator)
+    if critic_loss == "hinge":
+        loss = F.relu(1.0 - real_scores).mean() + F.relu(1.0 + fake_scores).mean()
+    else:
+        loss = -w_est
+    return (loss + gradient_penalty * penalty if penalize else loss), w_est
 
 
 def _build(X_dim, latent_dim, architecture, hidden, generator, train_inverse):
@@ -118,9 +141,9 @@ def _build(X_dim, latent_dim, architecture, hidden, generator, train_inverse):
 
 
 def train_wgan(X, *, latent_dim, latent_distribution="gaussian", architecture="mlp", hidden=(128, 128, 128),
-               inverse_penalty=2.0, gradient_penalty=1.0, gp_at="real", n_critic=5, learning_rate=1e-4,
-               betas=(0.5, 0.999), batch_size=200, max_iter=2000, device="cpu", generator=None,
-               train_inverse=True, verbose=0, name="LeftInvertibleWGAN"):
+               inverse_penalty=2.0, gradient_penalty=1.0, gp_at="real", critic_loss="wasserstein", n_critic=5,
+               learning_rate=1e-4, betas=(0.5, 0.999), batch_size=200, max_iter=2000, device="cpu",
+               generator=None, train_inverse=True, verbose=0, name="LeftInvertibleWGAN"):
     """Train a WGAN with a gradient penalty and a left-inverse penalty on ``X`` (float32, already scaled).
 
     Parameters
@@ -144,6 +167,9 @@ def train_wgan(X, *, latent_dim, latent_distribution="gaussian", architecture="m
     gp_at : {"real", "interpolate"}
         Where the penalty is evaluated: at the real points (the authors'
         code), or at uniform interpolations of real and generated points.
+    critic_loss : {"wasserstein", "hinge"}, default="wasserstein"
+        The critic's objective (see :func:`critic_step_loss`); the generator
+        minimises ``-E D(g(z))`` with either.
     n_critic : int
         Critic steps per generator iteration.
     learning_rate : float
@@ -197,17 +223,17 @@ def train_wgan(X, *, latent_dim, latent_distribution="gaussian", architecture="m
 
     for it in range(1, int(max_iter) + 1):
         critic.requires_grad_(True)
-        critic_loss = 0.0
+        critic_total = 0.0
         for _ in range(int(n_critic)):
             real = X_t[next(batches)]
             with torch.no_grad():
                 fake = g(latent(len(real)))
-            w_est, penalty = _critic_terms(critic, real, fake, gradient_penalty > 0, gp_at, generator)
-            loss_d = -w_est + gradient_penalty * penalty if gradient_penalty > 0 else -w_est
+            loss_d, w_est = critic_step_loss(critic, real, fake, critic_loss=critic_loss,
+                                             gradient_penalty=gradient_penalty, gp_at=gp_at, generator=generator)
             opt_d.zero_grad(set_to_none=True)
             loss_d.backward()
             opt_d.step()
-            critic_loss = critic_loss + loss_d.detach()
+            critic_total = critic_total + loss_d.detach()
         critic.requires_grad_(False)
         z = latent(bs)
         fake = g(z)
@@ -224,7 +250,7 @@ def train_wgan(X, *, latent_dim, latent_distribution="gaussian", architecture="m
         opt_g.zero_grad(set_to_none=True)
         loss_g.backward()
         opt_g.step()
-        for key, value in zip(HISTORY_KEYS, (critic_loss / int(n_critic), w_est, adversarial, inverse_term),
+        for key, value in zip(HISTORY_KEYS, (critic_total / int(n_critic), w_est, adversarial, inverse_term),
                               strict=True):
             records[key].append(value.detach())
         if verbose and (it == 1 or it == max_iter or it % every == 0):

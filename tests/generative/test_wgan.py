@@ -22,7 +22,7 @@ from sklearn_icml.generative._wgan_nets import (
     make_mlp,
     mlp_lipschitz_upper,
 )
-from sklearn_icml.generative._wgan_training import _critic_terms, train_wgan
+from sklearn_icml.generative._wgan_training import _critic_terms, critic_step_loss, train_wgan
 from sklearn_icml.metrics import wasserstein1
 
 TINY = dict(hidden_layer_sizes=(16, 16), max_iter=20, batch_size=64, n_critic=2, learning_rate=1e-3)
@@ -174,7 +174,7 @@ def test_critic_terms_against_finite_differences():
     critic = make_mlp(3, (8,), 1, gen).double()
     real = torch.randn(6, 3, generator=gen, dtype=torch.float64)
     fake = torch.randn(6, 3, generator=gen, dtype=torch.float64)
-    w_est, penalty = _critic_terms(critic, real, fake, True, "real", gen)
+    w_est, penalty, _, _ = _critic_terms(critic, real, fake, True, "real", gen)
     with torch.no_grad():
         assert float(w_est) == pytest.approx(float(critic(real).mean() - critic(fake).mean()))
         step, norms = 1e-6, []
@@ -183,6 +183,40 @@ def test_critic_terms_against_finite_differences():
                     for e in torch.eye(3, dtype=torch.float64)]
             norms.append(np.linalg.norm(grad))
     assert float(penalty.detach()) == pytest.approx(np.mean((np.array(norms) - 1.0) ** 2), rel=1e-5)
+
+
+def test_hinge_critic_loss_against_its_definition():
+    gen = torch.Generator().manual_seed(1)
+    critic = make_mlp(3, (8,), 1, gen).double()
+    with torch.no_grad():
+        critic[-1].weight.mul_(5.0)  # scores well past the margin +-1, where hinge and Wasserstein forms part
+    real = torch.randn(16, 3, generator=gen, dtype=torch.float64)
+    fake = torch.randn(16, 3, generator=gen, dtype=torch.float64)
+    with torch.no_grad():
+        r, f = critic(real).numpy().ravel(), critic(fake).numpy().ravel()
+    assert (r > 1).any() and (r < 1).any() and (f < -1).any() and (f > -1).any()
+    hinge = np.maximum(0.0, 1.0 - r).mean() + np.maximum(0.0, 1.0 + f).mean()
+    loss, w_est = critic_step_loss(critic, real, fake, critic_loss="hinge", gradient_penalty=0.0)
+    assert float(loss.detach()) == pytest.approx(hinge, rel=1e-12)
+    assert float(w_est.detach()) == pytest.approx(r.mean() - f.mean(), rel=1e-12)
+    assert float(loss.detach()) != pytest.approx(2.0 - float(w_est.detach()))
+    # with the gradient penalty (at the real points) both forms add the same term
+    loss_h, _ = critic_step_loss(critic, real, fake, critic_loss="hinge", gradient_penalty=1.0)
+    loss_w, _ = critic_step_loss(critic, real, fake, critic_loss="wasserstein", gradient_penalty=1.0)
+    _, penalty, _, _ = _critic_terms(critic, real, fake, True, "real", gen)
+    assert float(loss_h.detach()) == pytest.approx(hinge + float(penalty.detach()), rel=1e-12)
+    assert float(loss_w.detach()) == pytest.approx(f.mean() - r.mean() + float(penalty.detach()), rel=1e-12)
+
+
+def test_hinge_and_wasserstein_critics_take_the_same_steps_inside_the_margin(roll):
+    # while every score lies in (-1, 1) the hinge loss is the Wasserstein loss plus 2: same gradients, same fit
+    # (three small steps from the initial critic, whose scores here stay within the margin)
+    kw = dict(hidden_layer_sizes=(8,), max_iter=3, n_critic=2, batch_size=32, random_state=0)
+    a = LeftInvertibleWGAN(**kw).fit(roll[0])
+    b = LeftInvertibleWGAN(critic_loss="hinge", **kw).fit(roll[0])
+    np.testing.assert_allclose(b.loss_history_["critic"], a.loss_history_["critic"] + 2.0, atol=1e-5)
+    np.testing.assert_allclose(b.loss_history_["wasserstein"], a.loss_history_["wasserstein"], atol=1e-5)
+    np.testing.assert_allclose(b.sample(50), a.sample(50), atol=1e-5)
 
 
 def test_training_loop_without_the_inverse_network(roll):
