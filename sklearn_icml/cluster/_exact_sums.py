@@ -9,14 +9,20 @@ so their sums are exact in any order (``bincount`` in float64 is exact for up
 to ``2**26`` rows per call, the blocks' totals are added as int64), and the
 total is rounded once, correctly, at the end. The 104 bits kept cover every
 coordinate down to ``2**-104`` times the box's half-width; the bits below
-are dropped from each record the same way wherever it is summed. The result
+are dropped from each record the same way wherever it is summed (toward 0,
+so no coordinate grows and the clipping bounds still hold). The result
 is the correctly rounded sum of the (so truncated) coordinates: the same in
 memory and for every chunking of a Dask collection.
+
+The same pieces give the per-cell sums of a continual-observation stream
+(``PrivateKMeans.partial_fit``): :func:`step_pieces` computes a step's exact
+tables, :func:`merge_step_pieces` adds the tables of a step's blocks, and
+:func:`step_sums` rounds them once into the tables the stream keeps.
 """
 
-import math
-
 import numpy as np
+
+from ..privacy._cells import pack_keys, unit_cells
 
 _PIECE_BITS = 26
 _N_PIECES = 4
@@ -49,19 +55,55 @@ def group_pieces(Z, groups, n_groups, exponents):
 
 def pieces_to_sums(pieces, exponents):
     """The correctly rounded sums ``(n_groups, n_features)`` from the summed pieces."""
-    n_groups, d, _ = pieces.shape
-    sums = np.empty((n_groups, d))
-    shift = _PIECE_BITS * _N_PIECES
-    for g in range(n_groups):
-        for f in range(d):
-            total = 0
-            for j in range(_N_PIECES):
-                total = (total << _PIECE_BITS) + int(pieces[g, f, j])
-            sums[g, f] = math.ldexp(float(total), int(exponents[f]) - shift)
-    return sums
+    total = pieces[..., 0].astype(object)  # Python integers: the total is exact, then rounded once
+    for j in range(1, _N_PIECES):
+        total = (total << _PIECE_BITS) + pieces[..., j].astype(object)
+    sums = total.astype(np.float64).reshape(pieces.shape[:-1])  # int -> float rounds to nearest, ties to even
+    return np.ldexp(sums, np.asarray(exponents, dtype=np.int64) - _PIECE_BITS * _N_PIECES)
 
 
 def group_sums(Z, groups, n_groups, half):
     """Per-group sums of the rows of ``Z`` (``|Z| <= half`` per feature), independent of the rows' order."""
     exponents = scale_exponents(half)
     return pieces_to_sums(group_pieces(Z, np.asarray(groups, dtype=np.int64), n_groups, exponents), exponents)
+
+
+def _keyed_union(tables):
+    """Sorted union of keyed tables ``(keys, values)``, the values of equal keys added (exact for integers)."""
+    keys = np.concatenate([k for k, _ in tables])
+    uniq, inv = np.unique(keys, return_inverse=True)
+    values = np.concatenate([v for _, v in tables])
+    acc = np.zeros((len(uniq),) + values.shape[1:], dtype=values.dtype)
+    np.add.at(acc, inv.reshape(-1), values)
+    return uniq, acc
+
+
+def step_pieces(U, n_levels, Z, exponents):
+    """Exact tables of one stream step: per level 0..n_levels the sorted cell keys and counts (float64), per
+    level 1..n_levels the keys and the int64 pieces of the cells' sums of ``Z`` (index 0 is None).
+
+    ``U`` holds the records in the unit cube (their cells), ``Z`` their values
+    (``|Z| < 2**exponents`` per feature).
+    """
+    Q = unit_cells(U, n_levels)
+    per_level = [(np.zeros(1, dtype=np.int64), np.array([float(len(Q))]))]
+    pieces = [None]
+    for level in range(1, n_levels + 1):
+        keys = pack_keys(Q >> (n_levels - level), level)
+        uniq, inv, counts = np.unique(keys, return_inverse=True, return_counts=True)
+        per_level.append((uniq, counts.astype(np.float64)))
+        pieces.append((uniq, group_pieces(Z, inv.reshape(-1).astype(np.int64), len(uniq), exponents)))
+    return per_level, pieces
+
+
+def merge_step_pieces(parts):
+    """Tables of the union of disjoint record sets (a list of :func:`step_pieces` results)."""
+    per_level = [_keyed_union([p[0][level] for p in parts]) for level in range(len(parts[0][0]))]
+    pieces = [None] + [_keyed_union([p[1][level] for p in parts]) for level in range(1, len(parts[0][1]))]
+    return per_level, pieces
+
+
+def step_sums(tables, exponents):
+    """``(per_level, sums)`` for ``ContinualQuadtreeHistogram.add_step_tables``: the pieces rounded once."""
+    per_level, pieces = tables
+    return per_level, [None] + [(keys, pieces_to_sums(p, exponents)) for keys, p in pieces[1:]]

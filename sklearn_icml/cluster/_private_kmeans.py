@@ -32,6 +32,7 @@ from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device
 from ..utils._validation import check_test_data, square_safe_max
 from ._exact_sums import group_sums as exact_group_sums
+from ._exact_sums import scale_exponents, step_pieces, step_sums
 from ._mettu_plaxton import bicriteria_to_k, nearest
 
 __all__ = ["PrivateKMeans"]
@@ -427,10 +428,9 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
     memory. So the releases, ``cluster_sizes_``, the tree and
     ``privacy_ledger_`` are those of the in-memory fit on the same data and
     seed, and so are the centres of :meth:`fit`, bit for bit, whatever the
-    chunking: the per-cluster sums are summed exactly (fixed-point pieces,
-    rounded once at the end) in memory and per block alike. The stream's
-    per-cell sums (:meth:`partial_fit`) are float sums, so its centres agree
-    to rounding. A fit reads the data once per quadtree level (each level's
+    chunking: the per-cluster sums, and the per-cell sums of the
+    :meth:`partial_fit` stream, are summed exactly (fixed-point pieces,
+    rounded once at the end) in memory and per block alike. A fit reads the data once per quadtree level (each level's
     candidates follow from the noisy counts of the level above), once for the
     cluster totals and once for ``inertia_`` (shared with the boosting costs),
     plus once for the size when it is not known from the chunks;
@@ -878,14 +878,18 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
             )
         geometry, stream = self._geometry, self._stream
         lower, upper = self.bounds_
+        # the step's exact cell counts and sums (fixed-point pieces, rounded once: the same in memory and for
+        # every chunking of a Dask collection), then the stream's mechanism
+        exponents = scale_exponents(geometry.half)
         if dask_input:
             records.set_bounds(self.bounds_)
-            stream.add_step_tables(*records.step_tables(geometry, stream.n_levels))
+            tables = records.step_tables(geometry, stream.n_levels, exponents)
         else:
             records = _Records(X, self.bounds_, self.privacy, None, "cpu")
             Xc = records.Xc
-            U = geometry.to_unit(geometry.project(Xc))
-            stream.add_step(U, Xc - geometry.center)
+            tables = step_pieces(geometry.to_unit(geometry.project(Xc)), stream.n_levels, Xc - geometry.center,
+                                 exponents)
+        stream.add_step_tables(*step_sums(tables, exponents))
         self.n_steps_ = stream.n_steps
         rng = check_random_state(self._step_seed + self.n_steps_)
         n_hat = max(float(stream.counts(0, np.zeros(1, dtype=np.int64))[0]), 1.0)
