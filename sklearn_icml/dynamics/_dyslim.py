@@ -186,14 +186,20 @@ class DySLIMRegressor(RegressorMixin, BaseEstimator):
     Parameters
     ----------
     hidden_layer_sizes : tuple of int, default=(64, 64)
-        Widths of the MLP's hidden layers, or channels of the hidden
-        convolutions with ``network="periodic_conv"``.
+        Widths of the MLP's hidden layers; with ``network="periodic_conv"``,
+        one processor block (a dilated stack of convolutions) per entry, of
+        that many channels.
     activation : {"silu", "relu", "tanh", "gelu", "elu"}, default="silu"
         Activation of the hidden layers ("silu" is the swish of the paper).
     network : {"mlp", "periodic_conv"}, default="mlp"
-        The network ``f``: an MLP on the state vector, or circular 1-D
-        convolutions (kernel 5) for a field on a periodic grid (the state is
-        the grid, one channel).
+        The network ``f``: an MLP on the state vector, or the dilated
+        PeriodicConvNet of the DySLIM code for a field on a periodic grid
+        (the state is the grid, one channel): a circular convolution (kernel
+        5) lifts the field to ``hidden_layer_sizes[0]`` channels, each
+        processor block applies circular convolutions with dilations ``1, 2,
+        ..., 2**(L-1), ..., 2, 1`` and adds its input, and a last convolution
+        maps back to one channel. ``L`` is the smallest number of levels
+        whose receptive field covers the whole grid.
     module : torch.nn.Module or None, default=None
         Your own ``f`` mapping ``(batch, n_features)`` to ``(batch,
         n_outputs)``; deep-copied and trained from its weights. Overrides
@@ -300,10 +306,21 @@ class DySLIMRegressor(RegressorMixin, BaseEstimator):
     multiquadric kernel, geometric rollout weights, optional push-forward and
     curriculum. Differences: the default network is a small MLP with a
     residual step (the paper's L63 runs use an Euler step, Adam 1e-4 and
-    500k steps); ``periodic_conv`` is a plain stack of circular convolutions,
-    not the paper's multi-level PeriodicConvNet; the Sinkhorn divergence uses
-    POT's log-domain solver with the regularisation set to 5% of the mean
-    cost, as we assume ``ott``'s relative default to be. The Sobolev-norm
+    500k steps); ``periodic_conv`` is the paper's dilated PeriodicConvNet
+    (encoder, processor blocks of dilated circular convolutions with a skip
+    connection, decoder; the residual integrator is its input skip), with
+    the number of dilation levels chosen so that every output point sees
+    the whole grid (the paper uses 4 levels, 4 blocks of 48 channels at 512
+    points). A field network whose receptive field is a small part of the
+    grid learns the one-step map poorly and its rollouts diverge: on
+    Kuramoto-Sivashinsky at 64 points, a plain stack of three circular
+    convolutions (13 points) reached a one-step error of 28% of the
+    increment after 1000 MSE steps and every rollout left the attractor
+    within 5 steps; the dilated network (one block of 32 channels, 4
+    levels), 8% after the same 1000 steps, with rollouts that keep the
+    field's energy over 1000 steps. The Sinkhorn divergence uses POT's
+    log-domain solver with the regularisation set to 5% of the mean cost,
+    as we assume ``ott``'s relative default to be. The Sobolev-norm
     misfit of the Navier-Stokes runs is not offered.
 
     Where the measure term helps: in our runs on *noisy* Lorenz-63
@@ -473,6 +490,10 @@ class DySLIMRegressor(RegressorMixin, BaseEstimator):
         Y = y.reshape(n, -1).astype(np.float64)
         check_float32_range(X, Y, name=name, labels=("X", "y"), reason="the flow map trains in float32")
         q = d if mode == "dynamics" else Y.shape[1]
+        if self.network == "periodic_conv" and self.module is None and (d < 2 or not sizes):
+            raise ValueError(f"{name}: network='periodic_conv' needs a grid of at least 2 points and at least one "
+                             f"processor block in hidden_layer_sizes; got {d} features and "
+                             f"hidden_layer_sizes={self.hidden_layer_sizes!r}.")
         if mode == "regression" and self.network == "periodic_conv" and self.module is None and q != d:
             raise ValueError(f"{name}: network='periodic_conv' maps a field to a field of the same size; y has "
                              f"{q} columns and X {d}.")
