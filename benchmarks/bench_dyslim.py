@@ -175,7 +175,7 @@ def _ks_case(tables, case, seed, sizes, *, noise):
     mu, sd = test.reshape(-1, 64).mean(), test.reshape(-1, 64).std()
     X, y = make_rollout_dataset(train)
     for lam, label, ours in ((1.0, "DySLIM (lambda=1)", True), (0.0, "MSE-only (lambda=0)", False)):
-        model = DySLIMRegressor(network="periodic_conv", hidden_layer_sizes=(32, 32), integrator="residual",
+        model = DySLIMRegressor(network="periodic_conv", hidden_layer_sizes=(32,), integrator="residual",
                                 mmd_bandwidths=(0.2, 0.5, 0.9, 1.3, 2, 5, 9, 13, 20, 50, 90, 130),
                                 lambda_uncond=lam, lambda_cond=lam, max_iter=sizes["ks_iter"], batch_size=128,
                                 random_state=seed).fit(X, y)
