@@ -107,9 +107,12 @@ def _ranges(p):
 def _lattice_grid(p, sigma):
     """``(k0, A, B)``: the problem's finite scores binned onto the nodes ``k * h`` they reach, or None."""
     finite = np.isfinite(p.z)
-    if not finite.any():
+    if finite.all():  # the usual case: no copies
+        z, y, w = p.z, p.y, p.w
+    elif not finite.any():
         return None
-    z, y, w = p.z[finite], p.y[finite], p.w[finite]
+    else:
+        z, y, w = p.z[finite], p.y[finite], p.w[finite]
     h, _, k0, n_grid = grid_layout(float(z.min()), float(z.max()), sigma)
     A, B = bin_onto_grid(_NUMPY, z, y, w, k0, h, n_grid)
     return k0, A, B
