@@ -172,7 +172,7 @@ def one_d(args):
     for n in SIZES:
         t_fwd.bar(f"forward MAE / RidgeCV at {n} pairs (non-regression guard)", med[f"fwd{n}"], 1.25)
     t_time.note(f"The timed fit of the quality run, at {_load()} on a shared 2-core machine; each masked "
-                f"autoencoder runs {steps} steps. The bar is checked by the fit-time part (``--only time``), "
+                f"autoencoder runs {steps} steps. The bar is checked by the fit-time part (--only time), "
                 "which runs nothing else.")
     t_mae.note("The rows of other sizes than 200 pairs reuse the encoders of the 200-pair fit, frozen (they saw "
                "the pools and the 200 pairs' traces and logs, never which goes with which).")
