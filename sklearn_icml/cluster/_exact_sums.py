@@ -16,7 +16,8 @@ memory and for every chunking of a Dask collection.
 
 The same pieces give the per-cell sums of a continual-observation stream
 (``PrivateKMeans.partial_fit``): :func:`step_pieces` computes a step's exact
-tables, :func:`merge_step_pieces` adds the tables of a step's blocks, and
+tables (the tables of a step's blocks add up with
+``privacy._continual.merge_step_tables``, exactly: they are integers), and
 :func:`step_sums` rounds them once into the tables the stream keeps.
 """
 
@@ -68,16 +69,6 @@ def group_sums(Z, groups, n_groups, half):
     return pieces_to_sums(group_pieces(Z, np.asarray(groups, dtype=np.int64), n_groups, exponents), exponents)
 
 
-def _keyed_union(tables):
-    """Sorted union of keyed tables ``(keys, values)``, the values of equal keys added (exact for integers)."""
-    keys = np.concatenate([k for k, _ in tables])
-    uniq, inv = np.unique(keys, return_inverse=True)
-    values = np.concatenate([v for _, v in tables])
-    acc = np.zeros((len(uniq),) + values.shape[1:], dtype=values.dtype)
-    np.add.at(acc, inv.reshape(-1), values)
-    return uniq, acc
-
-
 def step_pieces(U, n_levels, Z, exponents):
     """Exact tables of one stream step: per level 0..n_levels the sorted cell keys and counts (float64), per
     level 1..n_levels the keys and the int64 pieces of the cells' sums of ``Z`` (index 0 is None).
@@ -93,13 +84,6 @@ def step_pieces(U, n_levels, Z, exponents):
         uniq, inv, counts = np.unique(keys, return_inverse=True, return_counts=True)
         per_level.append((uniq, counts.astype(np.float64)))
         pieces.append((uniq, group_pieces(Z, inv.reshape(-1).astype(np.int64), len(uniq), exponents)))
-    return per_level, pieces
-
-
-def merge_step_pieces(parts):
-    """Tables of the union of disjoint record sets (a list of :func:`step_pieces` results)."""
-    per_level = [_keyed_union([p[0][level] for p in parts]) for level in range(len(parts[0][0]))]
-    pieces = [None] + [_keyed_union([p[1][level] for p in parts]) for level in range(1, len(parts[0][1]))]
     return per_level, pieces
 
 

@@ -40,12 +40,13 @@ from sklearn.utils import check_array, check_random_state
 
 from ..privacy import QuadtreeHistogram, ledger_entry
 from ..privacy._cells import check_geometry, pack_keys, unit_cells
+from ..privacy._continual import merge_step_tables
 from ..privacy._quadtree import grow_tree, to_unit
 from ..privacy._sensitivity import tree_level_sensitivity
 from ..privacy._sums import release_group_totals
 from ..privacy._validation import check_box
 from ..utils._dask import aligned_blocks, n_columns, reduce_blocks, sum_combine
-from ._exact_sums import group_pieces, merge_step_pieces, pieces_to_sums, scale_exponents, step_pieces
+from ._exact_sums import group_pieces, pieces_to_sums, scale_exponents, step_pieces
 from ._mettu_plaxton import nearest
 from ._private_kmeans import assign
 
@@ -209,7 +210,7 @@ class _DaskRecords:
 
     def step_tables(self, geometry, n_levels, exponents):
         """A stream step's exact tables (:func:`~._exact_sums.step_pieces`), merged up a tree."""
-        return self._reduce(_step_tables, combine=merge_step_pieces, geometry=geometry, n_levels=n_levels,
+        return self._reduce(_step_tables, combine=merge_step_tables, geometry=geometry, n_levels=n_levels,
                             exponents=exponents)
 
     def labels_and_inertia(self, centers):

@@ -345,13 +345,14 @@ def _merge_keyed(tables):
     keys = np.concatenate([k for k, _ in tables])
     uniq, inv = np.unique(keys, return_inverse=True)
     values = np.concatenate([v for _, v in tables])
-    acc = np.zeros((len(uniq),) + values.shape[1:])
+    acc = np.zeros((len(uniq),) + values.shape[1:], dtype=values.dtype)
     np.add.at(acc, inv.reshape(-1), values)
     return uniq, acc
 
 
 def merge_step_tables(parts):
-    """Tables of the union of disjoint record sets (a list of :func:`step_tables` results)."""
+    """Tables of the union of disjoint record sets (a list of :func:`step_tables` results; values keep their
+    dtype, so integer tables add exactly)."""
     per_level = [_merge_keyed([p[0][level] for p in parts]) for level in range(len(parts[0][0]))]
     sums = None
     if parts[0][1] is not None:
