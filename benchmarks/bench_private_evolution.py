@@ -57,7 +57,7 @@ from sklearn_icml.utils._torch import resolve_device  # noqa: E402
 SIGMAS = (11.3, 2.31)
 AIM_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_peer_smartnoise_aim.py")
 AIM_REQUIREMENTS = ["smartnoise-synth==1.0.8"]
-AIM_TIMEOUT = 1800  # seconds for all AIM fits of a run
+AIM_TIMEOUT = 3600  # default seconds for all AIM fits of a run (--aim-timeout)
 
 
 def text_table(args):
@@ -128,14 +128,26 @@ def start_aim(python, jobs, tmp):
                             stderr=subprocess.PIPE, text=True)
 
 
-def finish_aim(proc, n_jobs, tmp):
-    """Wait for the AIM process; (list of (X, y, seconds), version)."""
-    _, err = proc.communicate(timeout=AIM_TIMEOUT)
-    if proc.returncode != 0:
-        raise RuntimeError("smartnoise-synth AIM peer failed:\n" + err[-3000:])
-    out = np.load(os.path.join(tmp, "out.npz"))
-    return ([(out[f"X_{i}"], out[f"y_{i}"], float(out[f"seconds_{i}"])) for i in range(n_jobs)],
-            str(out["smartnoise_synth_version"]))
+def finish_aim(proc, n_jobs, tmp, deadline):
+    """Wait for the AIM process (until the time ``deadline``, then stop it); ({job index: (X, y, seconds, rounds)} of
+    the jobs done, {job index: error} of the fits that failed, version)."""
+    try:
+        _, err = proc.communicate(timeout=max(1.0, deadline - time.time()))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+        print("# smartnoise-synth AIM stopped at its deadline", file=sys.stderr)
+    else:
+        if proc.returncode != 0:
+            print("# smartnoise-synth AIM peer stopped or failed:\n" + err[-3000:], file=sys.stderr)
+    path = os.path.join(tmp, "out.npz")  # the jobs done (rewritten after each)
+    if not os.path.exists(path):
+        raise RuntimeError("smartnoise-synth AIM peer finished no fit:\n" + err[-3000:])
+    out = np.load(path)
+    done = {i: (out[f"X_{i}"], out[f"y_{i}"], float(out[f"seconds_{i}"]), int(out[f"rounds_{i}"]))
+            for i in range(n_jobs) if f"X_{i}" in out}
+    failed = {i: str(out[f"error_{i}"]) for i in range(n_jobs) if f"error_{i}" in out}
+    return done, failed, str(out["smartnoise_synth_version"])
 
 
 def _jitter_in_bins(midpoints, bounds, bins, rng):
@@ -144,30 +156,35 @@ def _jitter_in_bins(midpoints, bounds, bins, rng):
     return midpoints + rng.uniform(-half, half, size=midpoints.shape)
 
 
-# (case, data, public bounds, quadtree levels, AIM bins per feature or None: AIM not run there)
+# AIM's settings per case: bins per feature, rounds (None: AIM's default of 16 per column), seeds run (None: all)
+AIM_BLOBS = dict(bins=32, rounds=None, n_seeds=None)
+# at d=16 (17 columns) AIM's default is 272 rounds, each a 1000-step refit of its model after scoring the 153
+# one- and two-way marginals: 8 to 12 s of one core a round here. Capped at 4 rounds a column (at 1 a column the
+# one-way marginals take 90 % of the budget and AIM stops after one round), 8 bins, the first 2 seeds.
+AIM_D16 = dict(bins=8, rounds=68, n_seeds=2)
+# (case, data, public bounds, quadtree levels, AIM's settings)
 NUMERIC_CASES = [
-    ("blobs d=2", lambda s: make_blobs(4000, centers=2, cluster_std=1.5, random_state=s), (-15, 15), 6, 32),
+    ("blobs d=2", lambda s: make_blobs(4000, centers=2, cluster_std=1.5, random_state=s), (-15, 15), 6, AIM_BLOBS),
     ("classification d=16, 4 classes",
      lambda s: make_classification(4000, n_features=16, n_informative=6, n_classes=4, random_state=s), (-8, 8), 2,
-     None)]
+     AIM_D16)]
 
 
 def start_aim_peer(args):
     """Start AIM on the numeric cases' private rows in its own process, before PE's numeric rows (it is the long
     pole); returns (process or None, rows, temporary folder, error or None)."""
     aim_jobs, aim_rows = [], []
-    for case, make, bounds, _, bins in NUMERIC_CASES:
-        for seed in args.seeds:
-            if bins is None:
-                continue
+    for case, make, bounds, _, aim in NUMERIC_CASES:
+        for seed in args.seeds[:aim["n_seeds"]]:
             X, y = make(seed)
             for sigma in SIGMAS:
                 eps = gaussian_rounds_epsilon(sigma, 10, 1e-6)  # = PrivateEvolution(n_iterations=10).epsilon_spent_
                 n_classes = len(np.unique(y[:2000]))
                 aim_jobs.append(dict(X=np.clip(X[:2000], *bounds), y=y[:2000], epsilon=float(eps), delta=1e-6,
-                                     bounds=list(bounds), bins=bins, n_classes=n_classes,
-                                     n_samples=300 * n_classes, seed=int(seed), max_model_size=80))
-                aim_rows.append((case, sigma, seed, eps, bounds, bins))
+                                     bounds=list(bounds), bins=aim["bins"], n_classes=n_classes,
+                                     n_samples=300 * n_classes, seed=int(seed), max_model_size=80,
+                                     rounds=aim["rounds"]))
+                aim_rows.append((case, sigma, seed, eps, bounds, aim["bins"]))
     tmp = tempfile.mkdtemp(prefix="pe-aim-")
     if args.no_peer or not aim_jobs:
         return None, aim_rows, tmp, None
@@ -181,6 +198,7 @@ def numeric_tables(args, aim):
     tables = []
     cases = NUMERIC_CASES
     proc, aim_rows, tmp, aim_error = aim
+    aim_deadline = time.time() + args.aim_timeout
     gap = Table("Numeric: test accuracy of LogisticRegression on synthetic data minus on real data", "gap",
                 higher_is_better=True)
     w1 = Table("Numeric: Wasserstein-1 distance from the synthetic points to held-out real points", "W1",
@@ -209,7 +227,7 @@ def numeric_tables(args, aim):
     results = None
     if proc is not None:
         try:
-            results, aim_version = finish_aim(proc, len(aim_rows), tmp)
+            results, failed, aim_version = finish_aim(proc, len(aim_rows), tmp, aim_deadline)
         except (OSError, RuntimeError, subprocess.TimeoutExpired) as exc:
             proc.kill()
             aim_error = exc
@@ -219,8 +237,11 @@ def numeric_tables(args, aim):
         gap.note(f"smartnoise-synth's AIM gave no rows in this run ({type(aim_error).__name__}: the peer was "
                  "stopped or failed); see the script's --peer-venv option.")
     if results is not None:
-        seconds = []
-        for (case, sigma, seed, eps, bounds, bins), (Xa, ya, sec) in zip(aim_rows, results):
+        seconds = {}
+        for i, (case, sigma, seed, eps, bounds, bins) in enumerate(aim_rows):
+            if i not in results:
+                continue
+            Xa, ya, sec, rounds = results[i]
             assert eps == pe_epsilon[case, sigma], "AIM must spend PrivateEvolution's epsilon"
             row, real = f"{case}, sigma={sigma}", real_scores[case, seed]
             Xte, yte = data[case, seed][0][2000:], data[case, seed][1][2000:]
@@ -229,14 +250,29 @@ def numeric_tables(args, aim):
                 else float(np.mean(yte == ya[0]))
             gap.add(row, f"smartnoise-synth AIM on binned data ({aim_version})", score - real, seed=seed)
             w1.add(row, "smartnoise-synth AIM on binned data", wasserstein1(Xa, Xte, random_state=seed), seed=seed)
-            seconds.append(sec)
+            seconds.setdefault(case, []).append((sec, rounds))
+        timing = "; ".join(f"{case}: {np.mean([t for t, _ in v]):.0f} s a fit, {np.mean([r for _, r in v]):.0f} "
+                           f"rounds ({len(v)} fits)" for case, v in seconds.items())
         gap.note(f"smartnoise-synth {aim_version} runs in its own virtualenv (it installs its own torch, jax and "
-                 "OpenDP) on the same training rows and seeds, in the background from the start of the run: "
-                 "every feature is cut into 32 equal bins on the public bounds, the class is one more column, "
-                 "AIM spends the same (epsilon, delta) as PE, and each sampled row is drawn uniformly inside its "
-                 "bins. It runs on the blobs only: at d=16 its 272 rounds of marginal estimation take too long "
-                 "for this run. AIM draws its noise from OpenDP's sampler, which takes no seed, so its rows do not "
-                 f"repeat exactly. AIM fit: {np.mean(seconds):.0f} s on average (wall clock, sharing the cores).")
+                 "OpenDP) on the same training rows and seeds, in the background during PE's numeric rows: every "
+                 "feature is cut into equal bins on the public bounds, the class is one more column, AIM spends "
+                 "the same (epsilon, delta) as PE, and each sampled row is drawn uniformly inside its bins. Blobs: "
+                 "32 bins a feature and AIM's default budget of rounds (16 a column, 48; its annealing, which "
+                 "halves the noise when a measurement adds little, ends it sooner). At d=16 AIM's default is 272 "
+                 "rounds, each a 1000-step refit of its graphical model after scoring all 153 one- and two-way "
+                 "marginals (8 to 12 s of one core a round here, growing with the model), more than this run "
+                 "could hold, so there it runs with rounds=68 (4 a column: each round's share of the budget is 4 "
+                 "times the default's; at 1 a column the first one-way marginals take 90 % of the budget and AIM "
+                 "stops after one round), 8 bins a feature (2 units wide) and on the first 2 seeds only; "
+                 "max_model_size stays at its default of 80. AIM draws its noise from OpenDP's sampler, which "
+                 "takes no seed, so its rows do not repeat exactly. AIM fits (wall clock, sharing the cores; "
+                 f"rounds actually run): {timing}.")
+        for i, error in failed.items():
+            case, sigma, seed = aim_rows[i][:3]
+            gap.note(f"smartnoise-synth's AIM failed on {case}, sigma={sigma}, seed {seed} ({error}): no row there.")
+        if len(results) + len(failed) < len(aim_rows):
+            gap.note(f"smartnoise-synth's AIM was stopped after {args.aim_timeout:.0f} s with "
+                     f"{len(results) + len(failed)} of its {len(aim_rows)} fits done (the others have no rows).")
     for case in dict.fromkeys(r["case"] for r in gap.rows() if r["case"].startswith("blobs")):
         worst = min(gap.values(case, "SyntheticDataClassifier(PrivateEvolution)"))
         gap.bar(f"{case}: accuracy on synthetic minus on real data, worst seed (target: within 0.02 of training "
@@ -313,13 +349,15 @@ def parse():
     extra.add_argument("--peer-venv", default=os.environ.get("SKLEARN_ICML_AIM_VENV", "/tmp/sklearn-icml-aim-venv"))
     extra.add_argument("--no-peer", action="store_true", help="skip smartnoise-synth's AIM")
     extra.add_argument("--part", action="append", choices=PARTS)
+    extra.add_argument("--aim-timeout", type=float, default=AIM_TIMEOUT)
     own, rest = extra.parse_known_args()
     if "-h" in rest or "--help" in rest:
-        print("extra options: --peer-venv PATH (smartnoise-synth virtualenv), --no-peer (skip AIM), "
+        print("extra options: --peer-venv PATH (smartnoise-synth virtualenv), --no-peer (skip AIM), --aim-timeout S "
+              "(stop AIM S seconds after the numeric part starts, keeping the fits done), "
               f"--part {{{','.join(PARTS)}}} (repeatable; default all: a part run alone replaces only its tables "
               "in the results file)")
     args = bench_args(__doc__, rest, default_seeds=5, quick_seeds=2)
-    args.peer_venv, args.no_peer, args.part = own.peer_venv, own.no_peer, own.part
+    args.peer_venv, args.no_peer, args.part, args.aim_timeout = own.peer_venv, own.no_peer, own.part, own.aim_timeout
     return args
 
 

@@ -132,7 +132,8 @@ def _expected_rows(table):
                     verdict = "tie"
                     if len(a) >= 2:
                         d = np.subtract(a, b)
-                        if np.all(d == d[0]):  # constant difference: the interval is the point itself
+                        # constant difference (up to rounding): the interval is the point itself
+                        if np.allclose(d, d[0], rtol=1e-12, atol=1e-15):
                             low = high = d[0]
                         else:
                             low, high = ttest_rel(a, b).confidence_interval(0.95)
