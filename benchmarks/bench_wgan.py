@@ -204,15 +204,21 @@ def measure_roll_seed(t, args, seed):
         S, model = run()
         seconds = time.perf_counter() - start
         ours = name in (OURS, INJECTIVE)
-        t["roll_w1_ho"].add(ROLL_CASE, name, wasserstein1(S, holdout, random_state=seed), ours=ours, seed=seed)
+        _add_sample_rows(t, "roll", ROLL_CASE, name, S, model, train, holdout, seed)
         t["roll_w1_tr"].add(ROLL_CASE, name, wasserstein1(S, train, random_state=seed), ours=ours, seed=seed)
-        t["roll_dcr"].add(ROLL_CASE, name, dcr_ratio(S, train, holdout), ours=ours, seed=seed)
-        t["roll_rep"].add(ROLL_CASE, name, replication_score(S, train), ours=ours, seed=seed)
         t["roll_nn"].add(ROLL_CASE, name, _mean_nn_distance(S, train), ours=ours, seed=seed)
         t["roll_secs"].add(ROLL_CASE, name, seconds, ours=ours, seed=seed)
-        if model is not None:
-            t["roll_bound"].add(ROLL_CASE, name, model.lower_bound_, ours=ours, seed=seed)
         _log(f"roll seed {seed} {name}: {seconds:.1f} s")
+
+
+def _add_sample_rows(t, prefix, case, name, S, model, train, holdout, seed):
+    """The rows every dataset reports for one sampler: W1 to holdout, DCR, replication share and the bound."""
+    ours = name in (OURS, INJECTIVE)
+    t[f"{prefix}_w1_ho"].add(case, name, wasserstein1(S, holdout, random_state=seed), ours=ours, seed=seed)
+    t[f"{prefix}_dcr"].add(case, name, dcr_ratio(S, train, holdout), ours=ours, seed=seed)
+    t[f"{prefix}_rep"].add(case, name, replication_score(S, train), ours=ours, seed=seed)
+    if model is not None:
+        t[f"{prefix}_bound"].add(case, name, model.lower_bound_, ours=ours, seed=seed)
 
 
 def roll_bars(t, args):
@@ -284,13 +290,7 @@ def measure_digits(t, args):
                      COPIER):
             start = time.perf_counter()
             S, model = samplers[name]()
-            ours = name in (OURS, INJECTIVE)
-            t["digits_w1_ho"].add(DIGITS_CASE, name, wasserstein1(S, holdout, random_state=seed), ours=ours,
-                                  seed=seed)
-            t["digits_dcr"].add(DIGITS_CASE, name, dcr_ratio(S, train, holdout), ours=ours, seed=seed)
-            t["digits_rep"].add(DIGITS_CASE, name, replication_score(S, train), ours=ours, seed=seed)
-            if model is not None:
-                t["digits_bound"].add(DIGITS_CASE, name, model.lower_bound_, ours=ours, seed=seed)
+            _add_sample_rows(t, "digits", DIGITS_CASE, name, S, model, train, holdout, seed)
             _log(f"digits seed {seed} {name}: {time.perf_counter() - start:.1f} s")
 
 

@@ -105,14 +105,12 @@ def _group_totals(block, *, bounds, geometry, centers, n_groups, exponents, **kw
     """Exact sizes of the groups of the nearest ``centers`` and the int64 pieces of their sums of ``x - c``
     (exact in any order: the centres equal the in-memory ones bit for bit, see ``_exact_sums``)."""
     counts = np.zeros(n_groups, dtype=np.int64)
-    pieces = 0
+    pieces = group_pieces(np.zeros((0, len(exponents))), np.zeros(0, dtype=np.int64), n_groups, exponents)
     middle = (bounds[0] + bounds[1]) / 2.0
     for Xc in _clipped_slices(block, bounds, **kw):
         groups = nearest(Xc if geometry is None else geometry.project(Xc), centers)
-        pieces = pieces + group_pieces(Xc - middle, groups, n_groups, exponents)
+        pieces += group_pieces(Xc - middle, groups, n_groups, exponents)
         counts += np.bincount(groups, minlength=n_groups)
-    if isinstance(pieces, int):  # an empty block
-        pieces = group_pieces(np.zeros((0, len(exponents))), np.zeros(0, dtype=np.int64), n_groups, exponents)
     return counts.astype(np.float64), pieces
 
 
