@@ -48,6 +48,12 @@ def _fixture_run(results_dir, *, name="fixture", seeds=4, shift=0.0):
         race.add("n=10", "fast_peer", 0.5 + 0.01 * s + shift, seed=s)
         race.add("n=20", "FixtureEstimator", 1.0 + noisy[s] + shift, ours=True, seed=s)
         race.add("n=20", "slow_peer", 1.0 + shift, seed=s)
+        # a planted loss behind a peer that ran on one seed: 10x slower, yet no interval can be formed
+        race.add("n=30", "FixtureEstimator", 3.0 + 0.01 * s + shift, ours=True, seed=s)
+        # a single-seed peer that we beat: unpaired too, but not a negative result
+        race.add("n=40", "FixtureEstimator", 0.5 + 0.01 * s + shift, ours=True, seed=s)
+    race.add("n=30", "one_seed_peer", 0.3 + shift, seed=0)
+    race.add("n=40", "one_seed_peer", 2.0 + shift, seed=0)
     race.bar("FixtureEstimator within 1.5 s (a budget)", race.mean("n=10", "FixtureEstimator"), 1.5)
     race.bar("FixtureEstimator no slower than fast_peer", race.mean("n=10", "FixtureEstimator") /
              race.mean("n=10", "fast_peer"), 1.0, op="<=")
@@ -129,8 +135,10 @@ def _expected_rows(table):
                             if not (math.isnan(x) or math.isnan(y)):
                                 a.append(x)
                                 b.append(y)
-                    verdict = "tie"
-                    if len(a) >= 2:
+                    # the peer's values (not NaN) must cover ours, and at least two pairs: else no verdict
+                    n_peer = stats[(case, best)][2]
+                    verdict = "tie" if len(a) >= 2 and n_peer >= n else "unpaired"
+                    if verdict == "tie":
                         d = np.subtract(a, b)
                         # constant difference (up to rounding): the interval is the point itself
                         if np.allclose(d, d[0], rtol=1e-12, atol=1e-15):
@@ -210,6 +218,10 @@ def test_fixture_numbers_recomputed_and_verdicts_need_the_interval(fixture_tree)
     # n=20: the mean is lower than the peer's but the paired interval holds 0
     assert rows[("n=20", "FixtureEstimator")]["mean"] < 1.0
     assert rows[("n=20", "FixtureEstimator")]["verdict"] == "tie"
+    # n=30 and n=40: the peer ran on one seed: unpaired whichever side is ahead, never a tie
+    assert rows[("n=30", "FixtureEstimator")]["verdict"] == "unpaired"
+    assert rows[("n=40", "FixtureEstimator")]["verdict"] == "unpaired"
+    assert "unpaired vs one\\_seed\\_peer (ratio 10.05; 1 pair: no verdict)" in pages["benchmarks/fixture.rst"]
 
 
 @pytest.mark.parametrize("path", RESULTS, ids=[p.stem for p in RESULTS])
@@ -254,9 +266,25 @@ def _expected_negatives(doc):
                 if not ok:
                     out.append(("target", b["text"]))
             out += [("claim", c["text"]) for c in table.get("claims", []) if c["reproduced"] in ("no", "partly")]
-            out += [("loss", f"{case}: {method} ") for (case, method), (_, _, _, v) in _expected_rows(table).items()
+            expected = _expected_rows(table)
+            out += [("loss", f"{case}: {method} ") for (case, method), (_, _, _, v) in expected.items()
                     if v == "loss"]
+            out += [("unpaired", f"{case}: {method} ") for (case, method), (mean, _, _, v) in expected.items()
+                    if v == "unpaired" and _at_least_10_percent_worse(table, case, mean)]
     return out
+
+
+def _at_least_10_percent_worse(table, case, mean):
+    """Our mean against the best peer mean of the case, from the raw values (numpy), by the definition."""
+    higher = table["direction"] == "higher"
+    peers = []
+    for r in table["rows"]:
+        vals = np.array([math.nan if v["value"] is None else float(v["value"]) for v in r["values"]])
+        if r["case"] == case and not r["ours"] and (~np.isnan(vals)).any():
+            peers.append(np.nanmean(vals))
+    best = max(peers) if higher else min(peers)
+    gap = best - mean if higher else mean - best
+    return bool(gap > 0 and (best == 0 or gap / abs(best) >= 0.1))
 
 
 def _section(page, title):
@@ -291,7 +319,11 @@ def test_negative_results_page_lists_exactly_the_negatives(which, fixture_tree):
             assert any(render.esc(text) in b for b in bullets), (path.name, kind, text)
     if which == "fixture":
         # one missed target, one partly reproduced claim, one loss (n=10; n=20 is a tie, the quality row a win)
-        assert sorted(kind for kind, _ in expected) == ["claim", "loss", "target"]
+        # and the planted single-seed loss (n=30; n=40 is unpaired but ahead of the peer)
+        assert sorted(kind for kind, _ in expected) == ["claim", "loss", "target", "unpaired"]
+        assert any("n=30: FixtureEstimator 3.015 against one\\_seed\\_peer 0.3 (ratio 10.05; 1 pair;" in b
+                   for b in bullets), bullets
+        assert not any("n=40" in b for b in bullets)
 
 
 def test_merge_keeps_the_cpu_rows_and_shows_both(tmp_path, fixture_tree, capsys):

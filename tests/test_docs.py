@@ -42,12 +42,32 @@ def test_api_page_lists_every_public_name(family):
     assert set(names) <= listed, set(names) - listed
 
 
+def _user_guide_pages():
+    """The pages the user guide's table of contents lists, in its order."""
+    text = (ROOT / "doc" / "user_guide.rst").read_text()
+    entries = re.findall(r"^ {3}(\S+)\s*$", text.split(".. toctree::", 1)[1], flags=re.M)
+    return [ROOT / "doc" / f"{entry}.rst" for entry in entries]
+
+
+def test_user_guide_lists_one_page_per_paper_in_order():
+    pages = _user_guide_pages()
+    assert all(page.exists() for page in pages), [p for p in pages if not p.exists()]
+    codes = []
+    for page in pages:
+        title = re.search(r"^(.+)\n=+\n", page.read_text(), flags=re.M).group(1)
+        codes += [int(code) for code in re.findall(r"\(S(\d+)\)\s*$", title)]
+    assert codes == list(range(1, 20)), codes
+    unlisted = set((ROOT / "doc" / "modules").glob("*.rst")) - set(pages)
+    assert not unlisted, unlisted
+
+
 def test_every_estimator_has_a_user_guide_page_an_example_and_a_readme_row():
     readme = (ROOT / "README.md").read_text()
     examples = "\n".join(p.read_text() for p in (ROOT / "examples").rglob("*.py"))
+    guide = "\n".join(page.read_text() for page in _user_guide_pages())
     for name, cls in all_estimators():
-        family = cls.__module__.split(".")[1]
-        assert (ROOT / "doc" / "modules" / f"{family}.rst").exists(), family
+        assert f":class:`{name}`" in guide or f":class:`~{cls.__module__.rsplit('.', 1)[0]}.{name}`" in guide, (
+            f"no user-guide page presents {name}")
         assert name in examples, f"no example uses {name}"
         row = next((line for line in readme.splitlines() if f"`{name}`" in line), "")
         assert row.endswith("| available |"), f"README method table: {name} not marked available"
