@@ -47,6 +47,11 @@ SCHEMA_VERSION = 2
 # Schema 1 files are older runs, rendered with what their provenance says.
 SCHEMA_VERSIONS = (1, 2)
 ROOT = Path(__file__).resolve().parents[1]
+# The library measured is the one of this source tree (an installed or editable copy elsewhere would not be the
+# code of the commit the run records): its root goes first on the import path, before any script imports it.
+if str(ROOT) not in sys.path[:1]:
+    sys.path.insert(0, str(ROOT))
+
 DEFAULT_RESULTS_DIR = Path(__file__).resolve().parent / "results"
 BAR_OPS = {"<=": lambda a, b: a <= b, "<": lambda a, b: a < b, ">=": lambda a, b: a >= b,
            ">": lambda a, b: a > b}
@@ -521,11 +526,15 @@ class _Run:
         self.tables = []
 
     def provenance(self, args):
+        package = _package_dir()
+        if package is not None and not _within(package, ROOT) and self.dirty is False:
+            self.dirty = True  # the library measured is not the tree of the recorded commit
         gpu = _gpu(getattr(args, "device", "cpu"))
         device = "cuda" if gpu else "cpu"
         now = time.time()
         return dict(
             command=self.command, commit=self.commit, dirty=self.dirty, start=_utc(self.start), end=_utc(now),
+            package=None if package is None else (_relative(package) if _within(package, ROOT) else str(package)),
             wall_seconds=round(time.perf_counter() - self.wall_start, 2),
             cpu_seconds=round(_cpu_seconds() - self.cpu_start, 2),
             seeds=list(args.seeds), quick=bool(args.quick),
@@ -534,6 +543,21 @@ class _Run:
                           threads=os.environ.get("OMP_NUM_THREADS")),
             versions=_versions(),
         )
+
+
+def _package_dir():
+    """The folder of the ``sklearn_icml`` the run imported, or None when it did not import it."""
+    module = sys.modules.get("sklearn_icml")
+    path = getattr(module, "__file__", None)
+    return Path(path).resolve().parent if path else None
+
+
+def _within(path, root):
+    try:
+        Path(path).resolve().relative_to(Path(root).resolve())
+    except ValueError:
+        return False
+    return True
 
 
 def _relative(path):
