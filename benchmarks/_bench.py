@@ -39,9 +39,13 @@ from collections import defaultdict
 from pathlib import Path
 
 __all__ = ["Table", "bench_args", "emit", "paired_verdict", "timed", "worse_by", "BAR_OPS", "CLAIM_OUTCOMES",
-           "MIN_PAIRS", "SCHEMA_VERSION", "WORSE_BY"]
+           "MIN_PAIRS", "SCHEMA_VERSION", "WORSE_BY", "git_state"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Schema 2 (every run saved since): a published result must come from a committed tree, i.e. its provenance has
+# a commit and no uncommitted changes to sklearn_icml/ or benchmarks/ (``render_docs.py --check`` fails otherwise).
+# Schema 1 files are older runs, rendered with what their provenance says.
+SCHEMA_VERSIONS = (1, 2)
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_RESULTS_DIR = Path(__file__).resolve().parent / "results"
 BAR_OPS = {"<=": lambda a, b: a <= b, "<": lambda a, b: a < b, ">=": lambda a, b: a >= b,
@@ -400,12 +404,27 @@ def _json_float(x):
 # provenance and saving
 
 
-def _git(*cmd):
+def _git(*cmd, cwd=ROOT):
     try:
-        out = subprocess.run(["git", *cmd], cwd=ROOT, capture_output=True, text=True, timeout=20)
+        out = subprocess.run(["git", *cmd], cwd=cwd, capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() if out.returncode == 0 else None
+
+
+def git_state(root=ROOT):
+    """``(commit, dirty)`` of the source tree at ``root``: ``(None, None)`` outside a git checkout.
+
+    ``dirty`` says whether tracked files of ``sklearn_icml/`` or ``benchmarks/`` differ from the commit
+    (saved results under ``benchmarks/results/`` do not count: a run may follow another not yet committed).
+    """
+    top = _git("rev-parse", "--show-toplevel", cwd=root)
+    commit = _git("rev-parse", "--verify", "HEAD", cwd=root)
+    if not top or not commit or Path(top).resolve() != Path(root).resolve():  # not the checkout of this tree
+        return None, None
+    status = _git("status", "--porcelain", "--untracked-files=no", "--", "sklearn_icml", "benchmarks",
+                  ":(exclude)benchmarks/results", cwd=root)
+    return commit, (bool(status) if status is not None else None)
 
 
 def _cpu_model():
@@ -497,9 +516,7 @@ class _Run:
         self.wall_start = time.perf_counter()
         self.cpu_start = _cpu_seconds()
         self.load_start = _load()
-        commit = _git("rev-parse", "HEAD")
-        dirty = _git("status", "--porcelain", "--untracked-files=no", "--", "sklearn_icml", "benchmarks")
-        self.commit, self.dirty = commit, bool(dirty) if dirty is not None else None
+        self.commit, self.dirty = git_state()
         self.command = " ".join(["python", _relative(sys.argv[0])] + sys.argv[1:]) if sys.argv[0] else None
         self.tables = []
 
@@ -572,7 +589,7 @@ def run_key(doc):
 
 def as_merged_run(doc):
     """A saved run as an entry of another file's ``merged_runs``."""
-    return dict(key=run_key(doc), provenance=doc["provenance"], tables=doc["tables"],
+    return dict(key=run_key(doc), schema=doc.get("schema", 1), provenance=doc["provenance"], tables=doc["tables"],
                 estimators=doc.get("estimators", []), figures=doc.get("figures", []))
 
 
