@@ -223,9 +223,30 @@ def page_tables(doc):
 _LIST_START = re.compile(r"^([-+*#]|\d+[.)]|[A-Za-z][.)]|\(\d+\))(\s|$)")
 
 
+# The words of the published pages: labels saved by a run (titles, targets, notes, method names) are kept as they
+# were written in the results file, and read on the pages in the words of the documentation ("target", not "bar").
+_HOUSE_WORDS = [
+    (re.compile(r"\bpilot run(s?)\b"), r"preliminary run\1"),
+    (re.compile(r"\bPilot run(s?)\b"), r"Preliminary run\1"),
+    (re.compile(r"\bpilots\b"), "preliminary runs"),
+    (re.compile(r"\bpilot\b"), "preliminary run"),
+    (re.compile(r"\bPilot\b"), "Preliminary run"),
+    (re.compile(r"(?<!error )(?<!progress )\bbars\b(?! chart| plot)"), "targets"),
+    (re.compile(r"(?<!error )(?<!progress )\bbar\b(?! chart| plot)"), "target"),
+    (re.compile(r"\bBar\b(?! chart| plot)"), "Target"),
+]
+
+
+def house_words(text):
+    """``text`` in the words of the documentation (see ``_HOUSE_WORDS``)."""
+    for pattern, repl in _HOUSE_WORDS:
+        text = pattern.sub(repl, text)
+    return text
+
+
 def esc(text):
-    """Text as literal rst: markup characters escaped, no accidental lists."""
-    text = str(text).replace("\\", "\\\\")
+    """Text of a results file as literal rst: in the house words, markup characters escaped, no accidental lists."""
+    text = house_words(str(text)).replace("\\", "\\\\")
     for ch in "*`|_[]<>":
         text = text.replace(ch, "\\" + ch)
     text = " ".join(text.split())
