@@ -40,6 +40,7 @@ class _DoRAEstimator(BaseEstimator):
     """Shared fit/predict machinery of DoRAClassifier and DoRARegressor."""
 
     _parameter_constraints = {
+        **TRAINING_PARAMETER_CONSTRAINTS,
         "module": [HasMethods(["forward", "named_modules", "parameters"]), None],
         "method": [StrOptions({"dora", "lora", "full", "head"})],
         "r": [Interval(Integral, 1, None, closed="left")],
@@ -55,7 +56,6 @@ class _DoRAEstimator(BaseEstimator):
         "learning_rate": [Interval(Real, 0, float(np.finfo(np.float32).max), closed="neither")],
         "weight_decay": [Interval(Real, 0, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
-        **TRAINING_PARAMETER_CONSTRAINTS,
         "device": DEVICE_CONSTRAINT,
         "random_state": ["random_state"],
         "verbose": ["verbose"],

@@ -187,6 +187,7 @@ class PrototypeSurvival(SurvivalMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
+        **TRAINING_PARAMETER_CONSTRAINTS,
         "n_histo_tokens": [Interval(Integral, 1, None, closed="left")],
         "pathway_sizes": ["array-like", None],
         "fusion": [StrOptions({"transformer", "ot"})],
@@ -201,7 +202,6 @@ class PrototypeSurvival(SurvivalMixin, BaseEstimator):
         # torch trains in float32: a step size beyond its range overflows inside the optimizer
         "learning_rate": [Interval(Real, 0, float(np.finfo(np.float32).max), closed="neither")],
         "weight_decay": [Interval(Real, 0, None, closed="left")],
-        **TRAINING_PARAMETER_CONSTRAINTS,
         "warmup_epochs": [Interval(Integral, 0, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "device": DEVICE_CONSTRAINT,

@@ -55,10 +55,14 @@ from ._torch import is_torch_tensor, torch_generator, torch_threads
 __all__ = ["TRAINING_PARAMETER_CONSTRAINTS", "EarlyStopping", "ProgressReporter", "TrainingResult", "fit_module",
            "iterate_minibatches"]
 
-#: ``_parameter_constraints`` of the layer's options under scikit-learn's MLP names, for the
-#: estimators that expose them (``{**TRAINING_PARAMETER_CONSTRAINTS, ...}``).
+#: ``_parameter_constraints`` of the layer's options under scikit-learn's MLP names. The torch
+#: estimator base (:class:`~sklearn_icml.utils._torch_base.TorchEstimatorMixin`) merges the
+#: entries of the parameters an estimator has into its constraints; an estimator's own entry wins.
 TRAINING_PARAMETER_CONSTRAINTS = {
     "max_iter": [Interval(Integral, 1, None, closed="left")],
+    "batch_size": [Interval(Integral, 1, None, closed="left")],
+    "learning_rate": [Interval(Real, 0, None, closed="neither")],
+    "verbose": ["verbose"],
     "early_stopping": ["boolean"],
     "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
     "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
