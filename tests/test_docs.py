@@ -5,6 +5,8 @@ import importlib.util
 import json
 import pathlib
 import re
+import runpy
+import shutil
 import subprocess
 import sys
 
@@ -60,6 +62,14 @@ def test_user_guide_lists_one_page_per_paper_in_order():
     assert codes == list(range(1, 20)), codes
     unlisted = set((ROOT / "doc" / "modules").glob("*.rst")) - set(pages)
     assert not unlisted, unlisted
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="the layout check needs a chromium binary")
+def test_layout_check_fails_on_planted_faults():
+    """doc/check_layout.py passes a clean page and fails a too-wide page, a too-wide table, raw TeX,
+    math without MathJax and a TeX error, each in a real browser."""
+    check = runpy.run_path(str(ROOT / "doc" / "check_layout.py"))
+    assert check["self_test"]() == 0
 
 
 def test_every_estimator_has_a_user_guide_page_an_example_and_a_readme_row():
@@ -131,7 +141,6 @@ def _public_objects():
 def test_numpydoc_validation_as_in_the_docs_build():
     """The same numpydoc checks as doc/conf.py, so `sphinx -W` does not surprise."""
     numpydoc_validate = pytest.importorskip("numpydoc.validate")
-    import runpy
 
     conf = runpy.run_path(str(ROOT / "doc" / "conf.py"))
     skip = conf["numpydoc_validation_checks"] - {"all"}
