@@ -301,7 +301,8 @@ class LeftInvertibleWGAN(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         from ._wgan_training import train_wgan
 
         device = resolve_device(self.device)
-        X = validate_data(self, as_numpy(X), dtype=np.float64)
+        # one row is no distribution to learn (and has no spread to standardise by)
+        X = validate_data(self, as_numpy(X), dtype=np.float64, ensure_min_samples=2)
         hidden, betas = self._hidden(), self._betas()
         d = self._latent_dim(X.shape[1])
         self.device_ = device.type
