@@ -39,10 +39,19 @@ from collections import defaultdict
 from pathlib import Path
 
 __all__ = ["Table", "bench_args", "emit", "paired_verdict", "timed", "worse_by", "BAR_OPS", "CLAIM_OUTCOMES",
-           "MIN_PAIRS", "SCHEMA_VERSION", "WORSE_BY"]
+           "MIN_PAIRS", "SCHEMA_VERSION", "WORSE_BY", "git_state"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Schema 2 (every run saved since): a published result must come from a committed tree, i.e. its provenance has
+# a commit and no uncommitted changes to sklearn_icml/ or benchmarks/ (``render_docs.py --check`` fails otherwise).
+# Schema 1 files are older runs, rendered with what their provenance says.
+SCHEMA_VERSIONS = (1, 2)
 ROOT = Path(__file__).resolve().parents[1]
+# The library measured is the one of this source tree (an installed or editable copy elsewhere would not be the
+# code of the commit the run records): its root goes first on the import path, before any script imports it.
+if str(ROOT) not in sys.path[:1]:
+    sys.path.insert(0, str(ROOT))
+
 DEFAULT_RESULTS_DIR = Path(__file__).resolve().parent / "results"
 BAR_OPS = {"<=": lambda a, b: a <= b, "<": lambda a, b: a < b, ">=": lambda a, b: a >= b,
            ">": lambda a, b: a > b}
@@ -400,12 +409,27 @@ def _json_float(x):
 # provenance and saving
 
 
-def _git(*cmd):
+def _git(*cmd, cwd=ROOT):
     try:
-        out = subprocess.run(["git", *cmd], cwd=ROOT, capture_output=True, text=True, timeout=20)
+        out = subprocess.run(["git", *cmd], cwd=cwd, capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() if out.returncode == 0 else None
+
+
+def git_state(root=ROOT):
+    """``(commit, dirty)`` of the source tree at ``root``: ``(None, None)`` outside a git checkout.
+
+    ``dirty`` says whether tracked files of ``sklearn_icml/`` or ``benchmarks/`` differ from the commit
+    (saved results under ``benchmarks/results/`` do not count: a run may follow another not yet committed).
+    """
+    top = _git("rev-parse", "--show-toplevel", cwd=root)
+    commit = _git("rev-parse", "--verify", "HEAD", cwd=root)
+    if not top or not commit or Path(top).resolve() != Path(root).resolve():  # not the checkout of this tree
+        return None, None
+    status = _git("status", "--porcelain", "--untracked-files=no", "--", "sklearn_icml", "benchmarks",
+                  ":(exclude)benchmarks/results", cwd=root)
+    return commit, (bool(status) if status is not None else None)
 
 
 def _cpu_model():
@@ -497,18 +521,20 @@ class _Run:
         self.wall_start = time.perf_counter()
         self.cpu_start = _cpu_seconds()
         self.load_start = _load()
-        commit = _git("rev-parse", "HEAD")
-        dirty = _git("status", "--porcelain", "--untracked-files=no", "--", "sklearn_icml", "benchmarks")
-        self.commit, self.dirty = commit, bool(dirty) if dirty is not None else None
+        self.commit, self.dirty = git_state()
         self.command = " ".join(["python", _relative(sys.argv[0])] + sys.argv[1:]) if sys.argv[0] else None
         self.tables = []
 
     def provenance(self, args):
+        package = _package_dir()
+        if package is not None and not _within(package, ROOT) and self.dirty is False:
+            self.dirty = True  # the library measured is not the tree of the recorded commit
         gpu = _gpu(getattr(args, "device", "cpu"))
         device = "cuda" if gpu else "cpu"
         now = time.time()
         return dict(
             command=self.command, commit=self.commit, dirty=self.dirty, start=_utc(self.start), end=_utc(now),
+            package=None if package is None else (_relative(package) if _within(package, ROOT) else str(package)),
             wall_seconds=round(time.perf_counter() - self.wall_start, 2),
             cpu_seconds=round(_cpu_seconds() - self.cpu_start, 2),
             seeds=list(args.seeds), quick=bool(args.quick),
@@ -517,6 +543,21 @@ class _Run:
                           threads=os.environ.get("OMP_NUM_THREADS")),
             versions=_versions(),
         )
+
+
+def _package_dir():
+    """The folder of the ``sklearn_icml`` the run imported, or None when it did not import it."""
+    module = sys.modules.get("sklearn_icml")
+    path = getattr(module, "__file__", None)
+    return Path(path).resolve().parent if path else None
+
+
+def _within(path, root):
+    try:
+        Path(path).resolve().relative_to(Path(root).resolve())
+    except ValueError:
+        return False
+    return True
 
 
 def _relative(path):
@@ -572,7 +613,7 @@ def run_key(doc):
 
 def as_merged_run(doc):
     """A saved run as an entry of another file's ``merged_runs``."""
-    return dict(key=run_key(doc), provenance=doc["provenance"], tables=doc["tables"],
+    return dict(key=run_key(doc), schema=doc.get("schema", 1), provenance=doc["provenance"], tables=doc["tables"],
                 estimators=doc.get("estimators", []), figures=doc.get("figures", []))
 
 

@@ -26,7 +26,7 @@ from _bench import (  # noqa: E402
     BAR_OPS,
     CLAIM_OUTCOMES,
     MIN_PAIRS,
-    SCHEMA_VERSION,
+    SCHEMA_VERSIONS,
     WORSE_BY,
     _fmt,
     as_merged_run,
@@ -65,11 +65,15 @@ def _is_num(x, allow_none=False):
 
 def _validate_provenance(prov, path, where):
     _require(isinstance(prov, dict), path, where, "is missing (every results file carries its provenance)")
-    for key, kind in (("command", str), ("commit", str), ("start", str), ("end", str)):
+    for key, kind in (("command", str), ("start", str), ("end", str)):
         _require(isinstance(prov.get(key), kind), path, f"{where}.{key}", f"must be a {kind.__name__}")
     for key in ("wall_seconds", "cpu_seconds"):
         _require(_is_num(prov.get(key)), path, f"{where}.{key}", "must be a number")
-    _require(isinstance(prov.get("dirty"), bool), path, f"{where}.dirty", "must be true or false")
+    # a run outside a git checkout has no commit and no dirty flag (null); --check refuses it for publishing
+    _require("commit" in prov and (prov["commit"] is None or isinstance(prov["commit"], str)), path,
+             f"{where}.commit", "must be a str (the commit of the run) or null (no git checkout)")
+    _require("dirty" in prov and prov["dirty"] in (True, False, None), path, f"{where}.dirty",
+             "must be true, false or null")
     hw = prov.get("hardware")
     _require(isinstance(hw, dict), path, f"{where}.hardware", "is missing")
     _require(isinstance(hw.get("cpu"), str), path, f"{where}.hardware.cpu", "must be a string")
@@ -126,7 +130,7 @@ def _validate_tables(tables, path, where):
 def validate(doc, path):
     """Raise :class:`ResultsError` naming ``path`` and the field when ``doc`` is not a valid results file."""
     _require(isinstance(doc, dict), path, "(top level)", "must be an object")
-    _require(doc.get("schema") == SCHEMA_VERSION, path, "schema", f"must be {SCHEMA_VERSION}")
+    _require(doc.get("schema") in SCHEMA_VERSIONS, path, "schema", f"must be one of {SCHEMA_VERSIONS}")
     _require(isinstance(doc.get("bench"), str) and doc["bench"], path, "bench", "must be a non-empty string")
     _validate_provenance(doc.get("provenance"), path, "provenance")
     _validate_tables(doc.get("tables"), path, "tables")
@@ -219,9 +223,30 @@ def page_tables(doc):
 _LIST_START = re.compile(r"^([-+*#]|\d+[.)]|[A-Za-z][.)]|\(\d+\))(\s|$)")
 
 
+# The words of the published pages: labels saved by a run (titles, targets, notes, method names) are kept as they
+# were written in the results file, and read on the pages in the words of the documentation ("target", not "bar").
+_HOUSE_WORDS = [
+    (re.compile(r"\bpilot run(s?)\b"), r"preliminary run\1"),
+    (re.compile(r"\bPilot run(s?)\b"), r"Preliminary run\1"),
+    (re.compile(r"\bpilots\b"), "preliminary runs"),
+    (re.compile(r"\bpilot\b"), "preliminary run"),
+    (re.compile(r"\bPilot\b"), "Preliminary run"),
+    (re.compile(r"(?<!error )(?<!progress )\bbars\b(?! chart| plot)"), "targets"),
+    (re.compile(r"(?<!error )(?<!progress )\bbar\b(?! chart| plot)"), "target"),
+    (re.compile(r"\bBar\b(?! chart| plot)"), "Target"),
+]
+
+
+def house_words(text):
+    """``text`` in the words of the documentation (see ``_HOUSE_WORDS``)."""
+    for pattern, repl in _HOUSE_WORDS:
+        text = pattern.sub(repl, text)
+    return text
+
+
 def esc(text):
-    """Text as literal rst: markup characters escaped, no accidental lists."""
-    text = str(text).replace("\\", "\\\\")
+    """Text of a results file as literal rst: in the house words, markup characters escaped, no accidental lists."""
+    text = house_words(str(text)).replace("\\", "\\\\")
     for ch in "*`|_[]<>":
         text = text.replace(ch, "\\" + ch)
     text = " ".join(text.split())
@@ -613,6 +638,25 @@ def collect(results_dir=RESULTS_DIR):
     return out
 
 
+def unreproducible(saved):
+    """The saved runs that cannot be published: schema 2 (new) runs without a commit or with uncommitted
+    changes. Returns ``[(file name, where, reason)]``; schema 1 runs (older) are rendered as they are."""
+    out = []
+    for _, (doc, name) in sorted(saved.items()):
+        entries = [("provenance", doc.get("schema", 1), doc["provenance"])]
+        entries += [(f"merged_runs[{i}] ({m['key']})", m.get("schema", 1), m["provenance"])
+                    for i, m in enumerate(doc.get("merged_runs", []))]
+        for where, schema, prov in entries:
+            if schema < 2:
+                continue
+            if not prov.get("commit"):
+                out.append((name, where, "run outside a git checkout (no commit recorded)"))
+            elif prov.get("dirty") is not False:
+                out.append((name, where, f"run from a working tree with uncommitted changes to commit "
+                                         f"{prov['commit'][:10]}"))
+    return out
+
+
 def render_all(results_dir=RESULTS_DIR, bench_dir=BENCH_DIR, doc_dir=DOC_DIR):
     """Every generated page as {path relative to ``doc_dir``: text}."""
     results_dir, bench_dir, doc_dir = Path(results_dir), Path(bench_dir), Path(doc_dir)
@@ -677,7 +721,12 @@ def main(argv=None):
         print(f"render_docs: {exc}", file=sys.stderr)
         return 2
     doc_dir = Path(args.doc_dir)
-    pending = sorted(awaiting_prose(collect(args.results_dir), doc_dir))
+    saved = collect(args.results_dir)
+    pending = sorted(awaiting_prose(saved, doc_dir))
+    refused = unreproducible(saved)
+    for name, where, reason in refused:
+        print(f"benchmarks/results/{name}: {where}: {reason}; commit the code, then re-run the benchmark from the "
+              f"clean tree", file=sys.stderr)
     for bench in pending:
         print(f"benchmarks/results/{bench}.json is saved but doc/benchmarks/{bench}.rst is written by hand: move its "
               f"prose (no tables, no figures) to doc/benchmarks/_text/{bench}.rst, then render", file=sys.stderr)
@@ -691,12 +740,12 @@ def main(argv=None):
             print(f"doc/{rel} differs from the results; run python benchmarks/render_docs.py", file=sys.stderr)
         for rel in orphans:
             print(f"doc/{rel} is generated but its results file is gone", file=sys.stderr)
-        return 1 if stale or orphans or pending else 0
+        return 1 if stale or orphans or pending or refused else 0
     for rel in stale:
         (doc_dir / rel).parent.mkdir(parents=True, exist_ok=True)
         (doc_dir / rel).write_text(pages[rel], encoding="utf-8")
         print(f"wrote doc/{rel}")
-    return 1 if pending else 0
+    return 1 if pending or refused else 0
 
 
 if __name__ == "__main__":

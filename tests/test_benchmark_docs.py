@@ -9,8 +9,10 @@ import json
 import math
 import os
 import shutil
+import subprocess
 import time
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -36,10 +38,18 @@ RESULTS = sorted(p for p in RESULTS_DIR.glob("*.json") if not p.name.endswith(".
 # ---------------------------------------------------------------------------------------------- fixtures
 
 
-def _fixture_run(results_dir, *, name="fixture", seeds=4, shift=0.0):
-    """A small results file written through the benchmark helper itself (no benchmark runs)."""
-    args = bench.bench_args("Fixture benchmark: a tiny race.", ["--results-dir", str(results_dir), "--seeds",
-                                                                 str(seeds)], name=name)
+FIXTURE_COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def _fixture_run(results_dir, *, name="fixture", seeds=4, shift=0.0, git=(FIXTURE_COMMIT, False)):
+    """A small results file written through the benchmark helper itself (no benchmark runs).
+
+    ``git`` is the ``(commit, dirty)`` the run records: a committed tree by default, so that the fixture does
+    not depend on the checkout the tests run from (a source tree without ``.git`` included).
+    """
+    with mock.patch.object(bench, "git_state", return_value=git):
+        args = bench.bench_args("Fixture benchmark: a tiny race.", ["--results-dir", str(results_dir), "--seeds",
+                                                                     str(seeds)], name=name)
     race = bench.Table("Fit time, n=2*10^4", "seconds", higher_is_better=False)
     noisy = [0.3, -0.4, 0.25, -0.35, 0.1, -0.15]
     for s in args.seeds:
@@ -401,3 +411,62 @@ def test_a_hand_written_page_is_never_overwritten(fixture_tree, capsys):
     (doc / "benchmarks" / "_text" / "fixture.rst").write_text("Fixture\n=======\n\nProse moved.\n")
     assert render.main(argv) == 0 and render.main(["--check"] + argv) == 0
     assert "Prose moved." in page.read_text() and "bench-fixture-t1" in page.read_text()
+
+
+def _git(cwd, *cmd):
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "commit.gpgsign=false",
+                    *cmd], cwd=cwd, check=True, capture_output=True, timeout=60)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs the git command")
+def test_git_state_sees_uncommitted_changes_and_no_checkout(tmp_path):
+    tree = tmp_path / "tree"
+    for rel in ("sklearn_icml/core.py", "benchmarks/bench_x.py", "benchmarks/results/x.json", "README.md"):
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_text("v1\n")
+    assert bench.git_state(tree) == (None, None)  # not a checkout (yet)
+    _git(tree, "init", "-q")
+    _git(tree, "add", ".")
+    _git(tree, "commit", "-qm", "first")
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tree, capture_output=True, text=True).stdout.strip()
+    assert bench.git_state(tree) == (head, False)
+    (tree / "benchmarks/results/x.json").write_text("v2\n")  # a saved result not committed yet: still clean
+    (tree / "README.md").write_text("v2\n")
+    assert bench.git_state(tree) == (head, False)
+    (tree / "sklearn_icml/core.py").write_text("v2\n")
+    assert bench.git_state(tree) == (head, True)
+    # a copied tree inside another checkout is not that checkout: no commit
+    copy = tree / "sub"
+    shutil.copytree(tree / "sklearn_icml", copy / "sklearn_icml")
+    assert bench.git_state(copy) == (None, None)
+
+
+@pytest.mark.parametrize("git, message", [
+    ((FIXTURE_COMMIT, True), "run from a working tree with uncommitted changes to commit 0123456789"),
+    ((None, None), "run outside a git checkout"),
+])
+def test_check_refuses_a_new_result_from_an_uncommitted_tree(tmp_path, capsys, git, message):
+    results, doc = tmp_path / "results", tmp_path / "doc"
+    (doc / "benchmarks").mkdir(parents=True)
+    _fixture_run(results, git=git)
+    argv = ["--results-dir", str(results), "--doc-dir", str(doc)]
+    assert render.main(argv) == 1  # the pages are written (honestly), the run is refused for publishing
+    assert render.main(["--check"] + argv) == 1
+    err = capsys.readouterr().err
+    assert f"fixture.json: provenance: {message}" in err
+    page = (doc / "benchmarks" / "fixture.rst").read_text()
+    assert message.split(" to commit")[0] in page and "dirty" not in page
+    # the same provenance in an older (schema 1) file is rendered as it is and not refused
+    data = json.loads((results / "fixture.json").read_text())
+    (results / "fixture.json").write_text(json.dumps(dict(data, schema=1)))
+    assert render.main(argv) == 0 and render.main(["--check"] + argv) == 0
+    # a merged run (another machine's) from an uncommitted tree is refused as well
+    _fixture_run(results)
+    gpu_dir = tmp_path / "gpu"
+    _fixture_run(gpu_dir, git=git)
+    gpu = json.loads((gpu_dir / "fixture.json").read_text())
+    gpu["provenance"]["hardware"].update(device="cuda", gpu={"name": "FakeGPU", "driver": "1", "cuda": "12"})
+    (gpu_dir / "fixture.json").write_text(json.dumps(gpu))
+    capsys.readouterr()
+    assert render.main(["--merge", str(gpu_dir)] + argv) == 1
+    assert "fixture.json: merged_runs[0] (cuda: FakeGPU): " + message in capsys.readouterr().err

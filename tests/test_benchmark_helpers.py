@@ -242,3 +242,34 @@ def test_a_new_cpu_run_keeps_the_rows_merged_from_a_gpu(tmp_path, capsys):
     again = json.loads((tmp_path / "demo.json").read_text())
     assert [m["key"] for m in again["merged_runs"]] == ["cuda: G"]
     capsys.readouterr()
+
+
+def test_a_benchmark_measures_the_library_of_its_own_tree(tmp_path):
+    # a script run from elsewhere (or with another sklearn_icml installed) imports the library of the tree
+    # that holds benchmarks/_bench.py, the tree whose commit the run records
+    import subprocess
+    import sys
+
+    script = tmp_path / "bench_probe.py"
+    script.write_text(f"import sys\nsys.path.insert(0, {str(_PATH.parent)!r})\nimport _bench\nimport sklearn_icml\n"
+                      "print(sklearn_icml.__file__)\n")
+    out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert pathlib.Path(out.stdout.strip()).resolve().is_relative_to(_PATH.parents[1].resolve())
+
+
+def test_a_library_from_outside_the_tree_is_not_the_recorded_commit(tmp_path, monkeypatch, capsys):
+    import json
+
+    monkeypatch.setattr(bench, "git_state", lambda root=None: ("f" * 40, False))
+    args, t = _run(tmp_path, ["--seeds", "2"])
+    monkeypatch.setattr(bench, "_package_dir", lambda: pathlib.Path("/elsewhere/sklearn_icml"))
+    bench.emit(t, args)
+    prov = json.loads((tmp_path / "demo.json").read_text())["provenance"]
+    assert prov["commit"] == "f" * 40 and prov["dirty"] is True and prov["package"] == "/elsewhere/sklearn_icml"
+    monkeypatch.setattr(bench, "_package_dir", lambda: bench.ROOT / "sklearn_icml")
+    args, t = _run(tmp_path, ["--seeds", "2"])
+    bench.emit(t, args)
+    prov = json.loads((tmp_path / "demo.json").read_text())["provenance"]
+    assert prov["dirty"] is False and prov["package"] == "sklearn_icml"
+    capsys.readouterr()

@@ -58,9 +58,12 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
     bridge : {"ridge", "pls", "linear"}, default="ridge"
         The linear maps: :class:`~sklearn.linear_model.RidgeCV` over
         ``bridge_alphas`` (leave-one-out choice of the penalty),
-        :class:`~sklearn.cross_decomposition.PLSRegression` (as many components
-        as the smaller latent space, at most ``n_pairs - 1``; always fitted on
-        the latent codes) or least squares.
+        partial least squares (the model of
+        :class:`~sklearn.cross_decomposition.PLSRegression`, its weights by an
+        SVD so that no power iteration can stop short; as many components as
+        the smaller latent space, at most ``n_pairs - 1``, fewer where the
+        residuals are already uncorrelated; always fitted on the latent codes)
+        or least squares.
     bridge_alphas : array-like of float, default=None
         Penalties tried by the ridge bridges; ``None``: ``np.logspace(-4, 4, 17)``.
     bridge_space : {"output", "latent"}, default="output"

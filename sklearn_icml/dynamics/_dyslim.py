@@ -24,6 +24,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ..metrics import mmd2, sinkhorn_divergence
+from ..utils._pipeline import final_step
 from ..utils._sklearn_private import HasMethods, Interval, StrOptions, _fit_context
 from ..utils._torch import as_numpy, forward_float64, to_numpy, to_tensor
 from ..utils._torch_base import TorchEstimatorMixin
@@ -707,14 +708,23 @@ class DySLIMRegressor(RegressorMixin, TorchEstimatorMixin, BaseEstimator):
 
 
 def _invariant_measure_score(estimator, X, y=None, *, reference, **kwargs):
-    return estimator.invariant_measure_score(X, reference, **kwargs)
+    model, Xt = final_step(estimator, X)
+    _, reference = final_step(estimator, reference)
+    if not hasattr(model, "invariant_measure_score"):
+        raise TypeError(f"invariant_measure_scorer: the estimator (or a Pipeline's last step) must have "
+                        f"invariant_measure_score, as DySLIMRegressor has; got {type(model).__name__}.")
+    return model.invariant_measure_score(Xt, reference, **kwargs)
 
 
 def invariant_measure_scorer(reference, **kwargs):
     """A scorer ``(estimator, X, y) -> estimator.invariant_measure_score(X, reference, **kwargs)``.
 
     For model selection on long-run statistics: in :class:`~sklearn.model_selection.GridSearchCV`
-    each fold's held-out ``X`` serves as initial states of the rollouts.
+    each fold's held-out ``X`` serves as initial states of the rollouts. A
+    :class:`~sklearn.pipeline.Pipeline` ending in a :class:`DySLIMRegressor`
+    is scored through its last step, on ``X`` transformed by the steps before
+    it; ``reference`` goes through those steps too, so the rollouts and the
+    reference sample are compared in the last step's coordinates.
 
     Parameters
     ----------

@@ -230,6 +230,9 @@ class NGramTransformerLM(NextTokenPredictorMixin, TorchEstimatorMixin, BaseEstim
         """
         import torch
 
+        if isinstance(batch_size, bool) or not isinstance(batch_size, Integral) or batch_size < 1:
+            raise ValueError(f"NGramTransformerLM.predict_proba: batch_size must be a positive integer; got "
+                             f"{batch_size!r}.")
         X = self._check_length(self._validate_predict(X))
         inputs = self._inputs(X)
         out = []
