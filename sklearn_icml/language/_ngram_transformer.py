@@ -235,6 +235,9 @@ class NGramTransformerLM(NextTokenPredictorMixin, BaseEstimator):
         """
         import torch
 
+        if isinstance(batch_size, bool) or not isinstance(batch_size, Integral) or batch_size < 1:
+            raise ValueError(f"NGramTransformerLM.predict_proba: batch_size must be a positive integer; got "
+                             f"{batch_size!r}.")
         X = self._check_length(self._validate_predict(X))
         device = resolve_device(self.device)
         inputs = self._inputs(X)
