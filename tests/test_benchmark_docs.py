@@ -470,3 +470,55 @@ def test_check_refuses_a_new_result_from_an_uncommitted_tree(tmp_path, capsys, g
     capsys.readouterr()
     assert render.main(["--merge", str(gpu_dir)] + argv) == 1
     assert "fixture.json: merged_runs[0] (cuda: FakeGPU): " + message in capsys.readouterr().err
+
+
+def _expected_found(doc):
+    """(targets met, targets, {verdict: count}) of a results file, from the raw values (independent derivation)."""
+    met = total = 0
+    counts = {"win": 0, "tie": 0, "loss": 0, "unpaired": 0}
+    for run in [doc] + doc.get("merged_runs", []):
+        for table in run["tables"]:
+            for b in table.get("bars", []):
+                m = math.nan if b["measured"] is None else float(b["measured"])
+                total += 1
+                met += (not math.isnan(m)) and {"<=": m <= b["threshold"], "<": m < b["threshold"],
+                                                 ">=": m >= b["threshold"], ">": m > b["threshold"]}[b["op"]]
+            for (_, _, _, verdict) in _expected_rows(table).values():
+                if verdict:
+                    counts[verdict] += 1
+    return met, total, counts
+
+
+def _opening(page):
+    """The first paragraph under the page's title."""
+    lines = page.splitlines()
+    i = next(i for i in range(1, len(lines)) if lines[i] and set(lines[i]) == {"="} and len(lines[i - 1]) > 0)
+    return lines[i + 2]
+
+
+@pytest.mark.parametrize("which", ["committed", "fixture"])
+def test_each_page_opens_with_what_we_found(which, fixture_tree):
+    if which == "committed":
+        files = RESULTS
+        pages = {p.stem: (DOC_DIR / "benchmarks" / f"{p.stem}.rst").read_text(encoding="utf-8") for p in files}
+    else:
+        results, doc_dir = fixture_tree
+        files = [results / "fixture.json"]
+        pages = {"fixture": render.render_all(results, BENCH_DIR, doc_dir)["benchmarks/fixture.rst"]}
+    for path in files:
+        page = pages[path.stem]
+        opening = _opening(page)
+        assert opening.startswith("**What we found.**"), (path.name, opening)
+        assert page.index("**What we found.**") < page.index("\nTables\n------\n")
+        met, total, counts = _expected_found(json.loads(path.read_text()))
+        if total:
+            assert (f"All {total} targets met" if met == total and total > 1 else f"{met} of {total} target") in \
+                opening or (total == 1 and met == 1 and "1 target met" in opening), (path.name, opening)
+        if sum(counts.values()):
+            assert f"{counts['win']} win" in opening and f"{counts['tie']} tie" in opening, (path.name, opening)
+            assert f"{counts['loss']} loss" in opening and f"{counts['unpaired']} unpaired" in opening
+    if which == "fixture":
+        # the planted single-seed loss (10x) is the largest gap against us, named with its figures
+        assert "1 of 2 targets met" in opening and "1 win, 1 tie, 1 loss and 2 unpaired" in opening
+        assert "Largest unpaired row against us: Fit time, n=2\\*10^4, n=30: FixtureEstimator 3.015 against " \
+               "one\\_seed\\_peer 0.3 (ratio 10.05)" in opening, opening
