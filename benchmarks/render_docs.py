@@ -713,19 +713,19 @@ def _figure(spec, paper, name, docs, path):
     if kind in ("target", "threshold"):
         found = [b for _, _, parts in tables for _, t, _ in parts for b in t.get("bars", [])
                  if b["text"].startswith(spec["text"])]
-        value_of = (lambda b: _value(b["measured"] if kind == "target" else b["threshold"]))
+        values = [_value(b["measured"] if kind == "target" else b["threshold"]) for b in found]
     elif kind in ("mean", "ratio"):
         found = [r for _, t, parts in tables for _, _, trows in parts for r in trows
-                 if t["title"].startswith(spec["table"]) and r["case"] == spec["case"] and r["method"] == spec["method"]]
-        value_of = (lambda r: r[kind] if r[kind] is not None else math.nan)
+                 if t["title"].startswith(spec["table"]) and (r["case"], r["method"]) == (spec["case"], spec["method"])]
+        values = [math.nan if r[kind] is None else r[kind] for r in found]
     else:
         raise ResultsError(f"{where}: kind must be target, threshold, mean, ratio, seeds or count, not {kind!r}")
     if "index" in spec:
-        found = found[spec["index"]:spec["index"] + 1]
-    if len(found) != 1:
-        raise ResultsError(f"{where}: {len(found)} values of {bench}.json match {spec} (one is needed: give "
+        values = values[spec["index"]:spec["index"] + 1]
+    if len(values) != 1:
+        raise ResultsError(f"{where}: {len(values)} values of {bench}.json match {spec} (one is needed: give "
                            f"a longer text or an index)")
-    return value_of(found[0]) * spec.get("scale", 1)
+    return values[0] * spec.get("scale", 1)
 
 
 def _api_link(name):

@@ -6,9 +6,9 @@ Runs no benchmark. Every number on a page is recomputed here from the raw per-se
 
 import importlib.util
 import json
-import re
 import math
 import os
+import re
 import shutil
 import subprocess
 import time
