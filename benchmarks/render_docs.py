@@ -32,6 +32,7 @@ from _bench import (  # noqa: E402
     as_merged_run,
     compute_rows,
     run_key,
+    worse_by,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -362,11 +363,88 @@ def title_of(bench, bench_dir, doc_dir, *, saved=True):
     return _first_title(_prose(bench, bench_dir, doc_dir)) or bench
 
 
+def _plural(n, word):
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _row_text(title, r, peer_mean):
+    return (f"{title}, {r['case']}: {r['method']} {_fmt(r['mean'])} against {r['best_peer']} {_fmt(peer_mean)} "
+            f"(ratio {_fmt(r['ratio'])})")
+
+
+def found_paragraph(doc):
+    """The page's opening paragraph, from the results only: targets met and missed with their figures, claims,
+    verdict counts, and the rows with the largest gap each way."""
+    tables = page_tables(doc)
+    bars = [b for _, _, parts in tables for _, t, _ in parts for b in t.get("bars", [])]
+    claims = [c for _, _, parts in tables for _, t, _ in parts for c in t.get("claims", [])]
+    verdicts, _, _, outcomes = _summary_counts(doc)
+    sentences = []
+    missed = [b for b in bars if not bar_met(b)]
+    if bars:
+        if not missed:
+            sentences.append(f"{'All ' if len(bars) > 1 else ''}{_plural(len(bars), 'target')} met")
+        else:
+            shown = "; ".join(f"{esc(b['text'])}: {_fmt(_value(b['measured']))}, target {esc(b['op'])} "
+                              f"{_fmt(_value(b['threshold']))}" for b in missed[:2])
+            more = f"; and {len(missed) - 2} more" if len(missed) > 2 else ""
+            sentences.append(f"{len(bars) - len(missed)} of {_plural(len(bars), 'target')} met; missed: {shown}{more}")
+    if claims:
+        sentences.append(f"claims of the paper: {outcomes['yes']} reproduced, {outcomes['partly']} partly, "
+                         f"{outcomes['no']} not")
+    rated = sum(verdicts.values())
+    best_win = worst = None
+    for _, t, parts in tables:
+        higher = t["direction"] == "higher"
+        for _, _, trows in parts:
+            means = {(r["case"], r["method"]): r["mean"] for r in trows if not r["ours"]}
+            for r in trows:
+                if not r["verdict"]:
+                    continue
+                peer_mean = means[(r["case"], r["best_peer"])]
+                if r["verdict"] == "win":
+                    ahead = worse_by(peer_mean, r["mean"], higher_is_better=higher)
+                    if best_win is None or ahead > best_win[0]:
+                        best_win = (ahead, t["title"], r, peer_mean)
+                if r["verdict"] == "loss" or (r["verdict"] == "unpaired" and r["worse"] >= WORSE_BY):
+                    if worst is None or r["worse"] > worst[0]:
+                        worst = (r["worse"], t["title"], r, peer_mean)
+    if rated:
+        wide = sum(1 for _, _, parts in tables for _, _, trows in parts for r in trows
+                   if r["verdict"] == "unpaired" and r["worse"] >= WORSE_BY)
+        counts = (f"our rows against the best peer: {_plural(verdicts['win'], 'win')}, "
+                  f"{_plural(verdicts['tie'], 'tie')}, {verdicts['loss']} loss{'' if verdicts['loss'] == 1 else 'es'}"
+                  f" and {verdicts['unpaired']} unpaired")
+        if verdicts["unpaired"]:
+            counts += f" ({wide} of them at least {WORSE_BY * 100:g} % worse)"
+        sentences.append(counts)
+    text = "**What we found.** " + "; ".join(sentences) + "." if sentences else ""
+    if not sentences:
+        text = "**What we found.** The tables below compare values (no target, no claim, no race)."
+    if best_win:
+        text += f" Largest gap in our favour: {esc(_row_text(best_win[1], best_win[2], best_win[3]))}."
+    if worst:
+        kind = "loss" if worst[2]["verdict"] == "loss" else "unpaired row"
+        text += f" Largest {kind} against us: {esc(_row_text(worst[1], worst[2], worst[3]))}."
+    if missed or worst or any(c["reproduced"] != "yes" for c in claims):
+        text += " Every negative result is on the :doc:`../negative_results` page."
+    return text
+
+
+def _with_found(prose, doc):
+    """The prose with the 'what we found' paragraph right under its title."""
+    for i, ln in enumerate(prose[:-1]):
+        if ln.strip() and not ln.startswith("..") and set(prose[i + 1].strip()) == {"="}:
+            return prose[:i + 2] + ["", found_paragraph(doc), ""] + [x for x in prose[i + 2:]][
+                (1 if len(prose) > i + 2 and not prose[i + 2].strip() else 0):]
+    return ["", found_paragraph(doc), ""] + prose
+
+
 def render_bench(doc, src, bench_dir=BENCH_DIR, doc_dir=DOC_DIR):
     """The page ``doc/benchmarks/<bench>.rst`` of one results file."""
     bench = doc["bench"]
     prov = doc["provenance"]
-    lines = [GENERATED.format(src=src), ""] + _prose(bench, bench_dir, doc_dir)
+    lines = [GENERATED.format(src=src), ""] + _with_found(_prose(bench, bench_dir, doc_dir), doc)
     lines += heading("Run", "-")
     lines += [f"Produced by ``{prov['command']}`` (seeds {', '.join(map(str, prov.get('seeds', []))) or 'n/a'}).",
               "", f"Provenance: {provenance_line(prov)}", ""]
@@ -598,6 +676,104 @@ def render_summary(docs, benches, titles, hand_written, pending=()):
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
+# --------------------------------------------------------------------------------------------------
+# the start page's methods table
+
+METHODS = Path("benchmarks") / "_text" / "methods.toml"
+INDEX_BEGIN = (".. The methods table below is generated by benchmarks/render_docs.py from "
+               "doc/benchmarks/_text/methods.toml and benchmarks/results/*.json; edit those and re-render.")
+INDEX_END = ".. End of the generated methods table."
+
+
+def _figure(spec, paper, name, docs, path):
+    """The value of one figure of a headline (see the header of methods.toml)."""
+    where = f"{path}: {paper['code']}, figure {name!r}"
+    kind = spec.get("kind")
+    if kind == "count":
+        total = 0
+        for doc in docs.values():
+            verdicts, _, missed, claims = _summary_counts(doc)
+            what = spec.get("what")
+            if what in ("loss", "unpaired"):
+                total += verdicts[what]
+            elif what == "missed":
+                total += missed
+            elif what == "partly/not":
+                total += claims["partly"] + claims["no"]
+            else:
+                raise ResultsError(f"{where}: 'what' must be loss, unpaired, missed or partly/not")
+        return total
+    bench = paper.get("bench")
+    if bench not in docs:
+        raise ResultsError(f"{where}: no saved results benchmarks/results/{bench}.json")
+    doc = docs[bench]
+    if kind == "seeds":
+        return len(doc["provenance"].get("seeds", []))
+    tables = page_tables(doc)
+    if kind in ("target", "threshold"):
+        found = [b for _, _, parts in tables for _, t, _ in parts for b in t.get("bars", [])
+                 if b["text"].startswith(spec["text"])]
+        values = [_value(b["measured"] if kind == "target" else b["threshold"]) for b in found]
+    elif kind in ("mean", "ratio"):
+        found = [r for _, t, parts in tables for _, _, trows in parts for r in trows
+                 if t["title"].startswith(spec["table"]) and (r["case"], r["method"]) == (spec["case"], spec["method"])]
+        values = [math.nan if r[kind] is None else r[kind] for r in found]
+    else:
+        raise ResultsError(f"{where}: kind must be target, threshold, mean, ratio, seeds or count, not {kind!r}")
+    if "index" in spec:
+        values = values[spec["index"]:spec["index"] + 1]
+    if len(values) != 1:
+        raise ResultsError(f"{where}: {len(values)} values of {bench}.json match {spec} (one is needed: give "
+                           f"a longer text or an index)")
+    return values[0] * spec.get("scale", 1)
+
+
+def _api_link(name):
+    family, _, obj = name.rpartition(".")
+    role = "class" if obj[:1].isupper() else "func"
+    return f":{role}:`~sklearn_icml.{family}.{obj}`"
+
+
+def methods_rows(docs, doc_dir=DOC_DIR):
+    """The rows of the methods table: [code, paper, family, public names, headline, status]."""
+    import tomllib
+
+    path = Path(doc_dir) / METHODS
+    try:
+        papers = tomllib.loads(path.read_text(encoding="utf-8"))["paper"]
+    except (OSError, KeyError, ValueError) as exc:
+        raise ResultsError(f"{path}: cannot read the list of papers ({exc})") from None
+    rows = []
+    for paper in papers:
+        values = {name: _figure(spec, paper, name, docs, path) for name, spec in paper.get("figures", {}).items()}
+        try:
+            headline = paper["headline"].format(**values)
+        except (KeyError, ValueError, IndexError) as exc:
+            raise ResultsError(f"{path}: {paper.get('code')}: headline {exc!r}") from None
+        if paper.get("bench"):
+            headline += f" (:doc:`benchmarks/{paper['bench']}`)"
+        names = ", ".join(_api_link(n) for n in paper.get("names", []))
+        if paper.get("more"):
+            names = f"{names}; {paper['more']}" if names else paper["more"]
+        family = ", ".join(f"``{f}``" for f in paper.get("family", [])) or "(all)"
+        rows.append([paper["code"], paper["title"], family, names, headline, paper["status"]])
+    return rows
+
+
+def render_index(docs, doc_dir=DOC_DIR):
+    """doc/index.rst with its methods table generated between the two marker comments."""
+    path = Path(doc_dir) / "index.rst"
+    text = path.read_text(encoding="utf-8")
+    if INDEX_BEGIN not in text or INDEX_END not in text:
+        raise ResultsError(f"{path}: the marker comments of the generated methods table are missing ({INDEX_BEGIN!r} "
+                           f"... {INDEX_END!r})")
+    head, rest = text.split(INDEX_BEGIN, 1)
+    _, tail = rest.split(INDEX_END, 1)
+    table = list_table(["code", "paper (ICML 2024)", "family", "public names", "headline result", "status"],
+                       methods_rows(docs, doc_dir), widths=[4, 20, 10, 30, 30, 6])
+    return head + INDEX_BEGIN + "\n\n" + "\n".join(table) + "\n" + INDEX_END + tail
+
+
 def bench_scripts(bench_dir=BENCH_DIR):
     """The ``bench_*.py`` scripts git knows (a scratch script in a working tree is not a benchmark yet);
     every one found when git cannot say."""
@@ -672,6 +848,8 @@ def render_all(results_dir=RESULTS_DIR, bench_dir=BENCH_DIR, doc_dir=DOC_DIR):
     pages["benchmarks.rst"] = render_summary(docs, benches, titles, hand_written, pending)
     waiting = [b for b in benches if b not in docs]
     pages["negative_results.rst"] = render_negative(docs, waiting, titles)
+    if (doc_dir / METHODS).exists() and (doc_dir / "index.rst").exists():
+        pages["index.rst"] = render_index(docs, doc_dir)
     return pages
 
 
