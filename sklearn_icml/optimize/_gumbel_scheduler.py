@@ -275,6 +275,7 @@ class GumbelScheduler(StageSchedulerMixin, BaseEstimator):
         self : GumbelScheduler
             Fitted scheduler.
         """
+        resolve_device(self.device)  # refuse a missing GPU before reading X
         return self._fit_any(X)
 
     def _fit_one(self, problem):

@@ -133,9 +133,9 @@ class StageSchedulerMixin:
         ndarray of shape (n_nodes,) or None, or a list of them
             Stage of each node; ``None`` when no schedule was found.
         """
+        check_is_fitted(self)
         problems, many = as_problem_list(X, type(self).__name__)
         if many:
-            check_is_fitted(self)
             return [None if s is None else np.array(s) for s, _ in self._solve_list(problems)]
         self._check_same_problem(X, "predict")
         return None if self.schedule_ is None else self.schedule_.copy()
@@ -177,9 +177,9 @@ class StageSchedulerMixin:
             minus the mean gap to the lower bounds (each problem not fitted
             on is solved with this scheduler's parameters).
         """
+        check_is_fitted(self)
         problems, many = as_problem_list(X, type(self).__name__)
         if many:
-            check_is_fitted(self)
             return -float(np.mean([g for _, g in self._solve_list(problems)]))
         self._check_same_problem(X, "score")
         return -float(self.objective_)
