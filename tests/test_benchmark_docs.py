@@ -8,6 +8,7 @@ import importlib.util
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -522,3 +523,98 @@ def test_each_page_opens_with_what_we_found(which, fixture_tree):
         assert "1 of 2 targets met" in opening and "1 win, 1 tie, 1 loss and 2 unpaired" in opening
         assert "Largest unpaired row against us: Fit time, n=2\\*10^4, n=30: FixtureEstimator 3.015 against " \
                "one\\_seed\\_peer 0.3 (ratio 10.05)" in opening, opening
+
+
+# ------------------------------------------------------------------------------------------ the methods table
+
+
+def _papers():
+    import tomllib
+
+    return tomllib.loads((DOC_DIR / "benchmarks" / "_text" / "methods.toml").read_text(encoding="utf-8"))["paper"]
+
+
+def _raw_figure(spec, paper, saved):
+    """A headline figure from the raw saved values (targets, raw rows, counts), by the definitions."""
+    kind = spec["kind"]
+    if kind == "count":
+        total = 0
+        for doc in saved.values():
+            expected = _expected_negatives(doc)
+            if spec["what"] in ("loss", "unpaired"):
+                # every row with that verdict (listed or not), from the independent derivation
+                total += sum(v == spec["what"] for run in [doc] + doc.get("merged_runs", [])
+                             for table in run["tables"] for (_, _, _, v) in _expected_rows(table).values())
+            elif spec["what"] == "missed":
+                total += sum(kind_ == "target" for kind_, _ in expected)
+            else:
+                total += sum(kind_ == "claim" for kind_, _ in expected)
+        return total
+    doc = saved[paper["bench"]]
+    if kind == "seeds":
+        return len(doc["provenance"]["seeds"])
+    runs = [doc] + doc.get("merged_runs", [])
+    if kind in ("target", "threshold"):
+        found = [b["measured" if kind == "target" else "threshold"] for run in runs for t in run["tables"]
+                 for b in t.get("bars", []) if b["text"].startswith(spec["text"])]
+        found = [math.nan if v is None else float(v) for v in found]
+    else:
+        found = []
+        for run in runs:
+            for table in run["tables"]:
+                if table["title"].startswith(spec["table"]):
+                    mean, _, ratio, _ = _expected_rows(table)[(spec["case"], spec["method"])]
+                    found.append(mean if kind == "mean" else ratio)
+    if "index" in spec:
+        found = found[spec["index"]:spec["index"] + 1]
+    assert len(found) == 1, (paper["code"], spec, found)
+    return found[0] * spec.get("scale", 1)
+
+
+def test_methods_table_figures_are_the_saved_results():
+    saved = {p.stem: json.loads(p.read_text()) for p in RESULTS}
+    index = (DOC_DIR / "index.rst").read_text(encoding="utf-8")
+    papers = _papers()
+    assert [p["code"] for p in papers] == [f"S{i}" for i in range(1, 20)]
+    for paper in papers:
+        values = {name: _raw_figure(spec, paper, saved) for name, spec in paper.get("figures", {}).items()}
+        headline = paper["headline"].format(**values)
+        assert headline in index, (paper["code"], headline)
+        if paper.get("bench"):
+            assert (RESULTS_DIR / f"{paper['bench']}.json").exists(), paper["code"]
+            assert f"{headline} (:doc:`benchmarks/{paper['bench']}`)" in index
+    # every headline figure comes from the results: a headline with no figure would be hand-written
+    assert all(paper.get("figures") for paper in papers)
+
+
+def test_methods_table_links_every_public_name_to_its_api_page():
+    import importlib
+
+    index = (DOC_DIR / "index.rst").read_text(encoding="utf-8")
+    for paper in _papers():
+        for name in paper.get("names", []):
+            family, obj = name.rsplit(".", 1)
+            module = importlib.import_module(f"sklearn_icml.{family}")
+            assert obj in module.__all__, name
+            assert re.search(rf"^\s{{3}}{obj}\s*$", (DOC_DIR / "api" / f"{family}.rst").read_text(), flags=re.M), name
+            role = "class" if isinstance(getattr(module, obj), type) else "func"
+            assert f":{role}:`~sklearn_icml.{family}.{obj}`" in index, (paper["code"], name, role)
+
+
+def test_a_changed_result_changes_the_start_page(tmp_path, capsys):
+    results = tmp_path / "results"
+    shutil.copytree(RESULTS_DIR, results)
+    data = json.loads((results / "private_kmeans.json").read_text())
+    bar = next(b for t in data["tables"] for b in t["bars"]
+               if b["text"].startswith("blobs 2-D: median cost of PrivateKMeans / diffprivlib's"))
+    bar["measured"] = 0.123
+    (results / "private_kmeans.json").write_text(json.dumps(data))
+    pages = render.render_all(results, BENCH_DIR, DOC_DIR)
+    assert "0.12x diffprivlib's" in pages["index.rst"]
+    assert render.main(["--check", "--results-dir", str(results), "--doc-dir", str(DOC_DIR)]) == 1
+    assert "doc/index.rst differs" in capsys.readouterr().err
+    # a figure that no longer finds its target stops the render, naming the paper and the figure
+    bar["text"] = "renamed"
+    (results / "private_kmeans.json").write_text(json.dumps(data))
+    with pytest.raises(render.ResultsError, match=r"methods.toml: S3, figure 'dpl'"):
+        render.render_all(results, BENCH_DIR, DOC_DIR)

@@ -23,7 +23,7 @@ from sklearn.metrics import r2_score
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from ..metrics import mmd2, sinkhorn_divergence
+from ..utils._distances import mmd2, sinkhorn_divergence
 from ..utils._pipeline import final_step
 from ..utils._sklearn_private import HasMethods, Interval, StrOptions, _fit_context
 from ..utils._torch import as_numpy, forward_float64, to_numpy, to_tensor

@@ -15,7 +15,8 @@ from ..privacy import (
     ledger_entry,
 )
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
-from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device, torch_threads
+from ..utils._torch import as_numpy
+from ..utils._torch_base import TorchEstimatorMixin
 from ._pe_voting import NearestVoter, nearest_votes, noisy_histogram
 
 __all__ = ["PrivateEvolution"]
@@ -39,7 +40,7 @@ def cap_users(groups, n_samples, max_per_user, rng):
     return np.sort(by_user[rank < max_per_user]), int(codes.max()) + 1
 
 
-class PrivateEvolution(BaseEstimator):
+class PrivateEvolution(TorchEstimatorMixin, BaseEstimator):
     """Differentially private synthetic data by Private Evolution (PrE-Text, ICML 2024), for numeric data.
 
     Private Evolution never trains on private data. It keeps a population of
@@ -201,7 +202,6 @@ class PrivateEvolution(BaseEstimator):
         "embedder": [callable, None],
         "variation": [callable, None],
         "class_conditional": ["boolean"],
-        "device": DEVICE_CONSTRAINT,
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -321,30 +321,28 @@ class PrivateEvolution(BaseEstimator):
         self : PrivateEvolution
             The fitted generator.
         """
-        device = resolve_device(self.device)
-        X, y = self._validate_private(X, y)
-        groups = self._check_groups(groups, len(X))
-        self.device_ = device.type
-        rng = check_random_state(self.random_state)
-        keep, self.n_users_ = cap_users(groups, len(X), self.max_samples_per_user, rng)
-        X, pool = self._setup(X)
-        X = X[keep]
-        y = None if y is None else np.asarray(y)[keep]
-        sigma, eps = self._sigma()
-        # without user ids every user holds one row (public knowledge), so one user moves a histogram by 1
-        m = float(self.max_samples_per_user if groups is not None else 1)
-        self.noise_multiplier_, self.epsilon_spent_, self.delta_spent_ = sigma, float(eps), float(self.delta)
-        self.privacy_ledger_ = [self._ledger(sigma, m, eps)]
-        if self.class_conditional:
-            self.classes_ = np.unique(y)
-            parts = [(X[y == c], c) for c in self.classes_]
-        else:
-            self.classes_ = None
-            parts = [(X, None)]
-        synthetic, labels, seeds, self.histograms_ = [], [], [], []
-        with torch_threads():
+        with self._torch_fit_context() as ctx:
+            X, y = self._validate_private(X, y)
+            groups = self._check_groups(groups, len(X))
+            rng = check_random_state(self.random_state)
+            keep, self.n_users_ = cap_users(groups, len(X), self.max_samples_per_user, rng)
+            X, pool = self._setup(X)
+            X = X[keep]
+            y = None if y is None else np.asarray(y)[keep]
+            sigma, eps = self._sigma()
+            # without user ids every user holds one row (public knowledge), so one user moves a histogram by 1
+            m = float(self.max_samples_per_user if groups is not None else 1)
+            self.noise_multiplier_, self.epsilon_spent_, self.delta_spent_ = sigma, float(eps), float(self.delta)
+            self.privacy_ledger_ = [self._ledger(sigma, m, eps)]
+            if self.class_conditional:
+                self.classes_ = np.unique(y)
+                parts = [(X[y == c], c) for c in self.classes_]
+            else:
+                self.classes_ = None
+                parts = [(X, None)]
+            synthetic, labels, seeds, self.histograms_ = [], [], [], []
             for part, label in parts:
-                final, part_seeds, hists = self._evolve(part, pool, sigma * m, rng, device, label)
+                final, part_seeds, hists = self._evolve(part, pool, sigma * m, rng, ctx.device, label)
                 synthetic.append(final)
                 seeds.extend(part_seeds)
                 self.histograms_.extend(hists)
@@ -436,6 +434,6 @@ class PrivateEvolution(BaseEstimator):
         """
         check_is_fitted(self)
         X = validate_data(self, as_numpy(X), dtype=np.float64, reset=False)
-        with torch_threads():
-            nearest = nearest_votes(X, self.synthetic_, resolve_device(self.device))
+        with self._torch_context() as ctx:
+            nearest = nearest_votes(X, self.synthetic_, ctx.device)
         return -float(np.mean(np.linalg.norm(X - self.synthetic_[nearest], axis=1)))

@@ -434,7 +434,7 @@ class LeftInvertibleWGAN(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Torc
         float
             ``-wasserstein1(self.sample(len(X)), X)``.
         """
-        from ..metrics import wasserstein1
+        from ..utils._distances import wasserstein1
 
         check_is_fitted(self)
         X = validate_data(self, as_numpy(X), dtype=np.float64, reset=False)

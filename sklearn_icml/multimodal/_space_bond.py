@@ -360,7 +360,7 @@ class SpaceBond(ClassNamePrefixFeaturesOutMixin, TransformerMixin, TorchEstimato
         recalls : ndarray of shape (n_values,)
             Recall at ``k`` for each value.
         """
-        from ..metrics import recall_at_k
+        from ..utils._distances import recall_at_k
 
         check_is_fitted(self)
         name = type(self).__name__

@@ -8,7 +8,7 @@ repairs it locally, descends a smooth surrogate of the objective by
 straight-through gradients, and restarts from the best schedule when the
 search stalls (an anytime search, with a wall-clock ``time_limit``). It still
 speaks the layer's vocabulary and uses its helpers: the device and thread
-rules (``device_``, :func:`~sklearn_icml.utils._torch.torch_threads`), the
+rules of the torch estimator base (``device_``, the fit context), the
 progress reporter under ``verbose``, and ``max_iter``, ``n_iter_``,
 ``loss_curve_`` and ``history_``.
 """
@@ -22,7 +22,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
-from ..utils._torch import DEVICE_CONSTRAINT, resolve_device, torch_threads
+from ..utils._torch import resolve_device
+from ..utils._torch_base import TorchEstimatorMixin
 from ..utils._training import ProgressReporter
 from ._gumbel_sampler import GumbelModel, LevelPlan, MaskedSampler
 from ._scheduling_base import StageSchedulerMixin
@@ -35,7 +36,7 @@ _POLISH_PASSES = 25
 _REPORT_EVERY = 1.0
 
 
-class GumbelScheduler(StageSchedulerMixin, BaseEstimator):
+class GumbelScheduler(StageSchedulerMixin, TorchEstimatorMixin, BaseEstimator):
     """Differentiable stage scheduling of a DAG with the constrained Gumbel trick.
 
     Every node of the DAG gets a stage, with ``s_v - s_u >= lag`` on every
@@ -211,9 +212,7 @@ class GumbelScheduler(StageSchedulerMixin, BaseEstimator):
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left"), None],
         "constraint": [StrOptions({"paper", "mask"})],
         "time_limit": [Interval(Real, 0, None, closed="neither"), None],
-        "device": DEVICE_CONSTRAINT,
         "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(self, *, tau=2.0, tau_final=0.5, move_probability=None, learning_rate=0.1, batch_size=64,
@@ -275,8 +274,8 @@ class GumbelScheduler(StageSchedulerMixin, BaseEstimator):
         self : GumbelScheduler
             Fitted scheduler.
         """
-        resolve_device(self.device)  # refuse a missing GPU before reading X
-        return self._fit_any(X)
+        with self._torch_fit_context():  # the device is resolved (a missing GPU refused) before X is read
+            return self._fit_any(X)
 
     def _fit_one(self, problem):
         name = type(self).__name__
@@ -286,13 +285,12 @@ class GumbelScheduler(StageSchedulerMixin, BaseEstimator):
             raise ValueError(f"{name}: constraint='paper' handles plain precedence only; this problem has lags, a "
                              "stage capacity or rows A_ub. Use constraint='mask'.")
         device = resolve_device(self.device)
-        self.device_ = device.type
+        self.device_ = str(device)
         start = time.perf_counter()
         initial = self._initial_schedule(problem)
         self.initial_objective_ = problem.objective(initial)
         rng = check_random_state(self.random_state)
-        with torch_threads():
-            best = self._search(problem, initial, device, rng, start)
+        best = self._search(problem, initial, device, rng, start)
         return self._set_result(problem, best)
 
     @staticmethod
