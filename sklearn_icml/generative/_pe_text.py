@@ -353,5 +353,8 @@ class PrivateEvolutionText(PrivateEvolution):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
+        # X is a 1-D sequence of strings (the private texts), as for scikit-learn's text vectorizers
         tags.input_tags.string = True
+        tags.input_tags.one_d_array = True
+        tags.input_tags.two_d_array = False
         return tags
