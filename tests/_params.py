@@ -129,6 +129,15 @@ EXPECTED_FAILED = {
                             "clusters (ARI <= 0.4); utility is tested in tests/cluster/test_private_kmeans.py "
                             "(test_check_clustering_data_at_large_epsilon and the blob utility tests)",
     },
+    # the private label set (classes=None) keeps the labels whose noisy count reaches 5 rows at the harness
+    # generator's budget (epsilon=50, classes_share=0.1): from these checks' few rows it releases fewer than two
+    # classes, and the fit refuses with the release's own message, which is not the checks' pattern
+    "SyntheticDataClassifier": {
+        check: "the private label set releases fewer than two classes from the check's few rows at the harness "
+               "budget, and the fit refuses with its own message (the release is tested in "
+               "tests/generative/test_private_evolution.py)"
+        for check in ("check_fit2d_1sample", "check_fit2d_1feature")
+    },
 }
 
 # Stage schedulers (S14): X is a StageSchedulingProblem (a DAG with node memory), not a feature matrix, so every
