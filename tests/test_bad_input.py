@@ -293,6 +293,8 @@ def _cases_table():
         ("ActivePairSampler NaN id", lambda: _sampler_fit(np.nan), err, ValueError, "competitor ids"),
         ("ActivePairSampler None item", lambda: ActivePairSampler(items=["a", None]).fit(), err, ValueError,
          "competitor ids"),
+        ("ActivePairSampler prior=1e300", lambda: ActivePairSampler(prior=1e300).fit(*_battles()), err, ValueError,
+         "'prior'"),
         ("ActivePairSampler.sample before fit", lambda: ActivePairSampler().sample(), err, NotFittedError,
          "not fitted"),
         ("RaterAnomalyDetector.test before fit", lambda: _anomaly(fit=False), err, NotFittedError, "not fitted"),
@@ -382,3 +384,191 @@ def test_table_sizes():
     """The two tables: about a thousand generic cases and every case of the second table."""
     assert len(_cases()) >= 300
     assert len(TABLE) >= 50
+
+
+# ---- third table: bad inputs by kind, thrown at every function and method that takes that kind ---------------
+def _languages():
+    from sklearn_icml.datasets import make_regular_languages
+
+    d = make_regular_languages(6, max_len=32, random_state=0)
+    return d.sequences, d.valid_next, int(d.separator)
+
+
+def _language_models():
+    from sklearn_icml.language import InContextNGram, NGramTransformerLM
+
+    return [InContextNGram(), NGramTransformerLM(d_model=16, n_layers=1, n_heads=2, max_iter=1, random_state=0)]
+
+
+def _language_functions(X, valid, sep):
+    from sklearn_icml.language import dfa_accuracy, model_agreement, next_token_tvd
+
+    proba = np.full(valid.shape, 1.0 / valid.shape[2])
+    return {
+        "dfa_accuracy": lambda X=X, valid=valid: dfa_accuracy(X, valid, proba, separator=sep),
+        "next_token_tvd": lambda X=X, valid=valid: next_token_tvd(X, valid, proba, separator=sep),
+        "model_agreement": lambda X=X, valid=valid: model_agreement(proba, proba, X, separator=sep),
+    }
+
+
+#: label -> (the id, how the message writes it)
+_BAD_TOKEN_IDS = {"1e300": (1e300, "1e+300"), "1e19": (1e19, "1e+19"), "2**40": (2**40, "1099511627776"),
+                  "-5": (-5, "-5")}
+
+
+@pytest.mark.parametrize("value", list(_BAD_TOKEN_IDS), ids=list(_BAD_TOKEN_IDS))
+def test_token_sequences_with_an_impossible_id_are_refused_by_every_taker(value):
+    """Ids too large for any vocabulary, or negative, are named as such (not wrapped around to a negative int)."""
+    X, valid, sep = _languages()
+    token, written = _BAD_TOKEN_IDS[value]
+    bad = X.astype(np.float64) if isinstance(token, float) else X.astype(np.int64)
+    bad[0, 0] = token
+    word = "negative" if token < 0 else "too large"
+    for est in _language_models():
+        with pytest.raises(ValueError, match=word) as info:
+            clone(est).fit(bad)
+        assert written in str(info.value)  # the id as given, not wrapped around
+        fitted = clone(est).fit(X)
+        with pytest.raises(ValueError, match=word):
+            fitted.predict_proba(bad)
+    for call in _language_functions(bad, valid, sep).values():
+        with pytest.raises(ValueError, match=word):
+            call()
+
+
+def test_a_mask_that_is_not_boolean_is_refused():
+    """NaN (or 0.5) in ``valid_next`` is not a mask: scoring it would count NaN as allowed."""
+    X, valid, sep = _languages()
+    for spoil in (np.nan, 0.5):
+        bad = valid.astype(np.float64)
+        bad[0, 0, 0] = spoil
+        for est in _language_models():
+            fitted = clone(est).fit(X)
+            with pytest.raises(ValueError, match="boolean mask"):
+                fitted.score(X, bad)
+        for name in ("dfa_accuracy", "next_token_tvd"):
+            with pytest.raises(ValueError, match="boolean mask"):
+                _language_functions(X, bad, sep)[name]()
+
+
+@pytest.mark.parametrize("batch_size", [0, -1, 1.5, True])
+def test_predict_batch_sizes_are_checked(batch_size):
+    X, _, _ = _languages()
+    model = _language_models()[1].fit(X)
+    with pytest.raises(ValueError, match="batch_size"):
+        model.predict_proba(X, batch_size=batch_size)
+
+
+def test_dropout_is_seeded_by_random_state():
+    """Two fits with dropout and the same random_state are equal; another random_state gives another model."""
+    from sklearn_icml.language import NGramTransformerLM
+
+    X, _, _ = _languages()
+    fit = lambda rs: NGramTransformerLM(d_model=16, n_layers=1, n_heads=2, max_iter=2, dropout=0.5,  # noqa: E731
+                                        random_state=rs).fit(X).predict_proba(X)
+    first = fit(0)
+    np.testing.assert_array_equal(first, fit(0))
+    assert not np.array_equal(first, fit(1))
+
+
+def _fitted_scaling():
+    from sklearn_icml.scaling import AdaptiveShapeScheduler, ScalingLawRegressor
+
+    from ._params import fit_data, make_instance
+
+    out = []
+    for cls in (ScalingLawRegressor, AdaptiveShapeScheduler):
+        est = make_instance(cls)
+        out.append(est.fit(*fit_data(est)))
+    return out
+
+
+def test_loss_levels_must_be_numbers_everywhere():
+    """Every public method of the scaling family that takes a loss level refuses NaN instead of returning inf."""
+    law, scheduler = _fitted_scaling()
+    calls = {
+        "ScalingLawRegressor.compute_to_reach": lambda v: law.compute_to_reach(v),
+        "ScalingLawRegressor.marginal_compute": lambda v: law.marginal_compute(v),
+        "AdaptiveShapeScheduler.static_compute": lambda v: scheduler.static_compute(v),
+        "AdaptiveShapeScheduler.schedule": lambda v: scheduler.schedule(v),
+        "AdaptiveShapeScheduler.predicted_compute": lambda v: scheduler.predicted_compute(v),
+        "AdaptiveShapeScheduler.savings": lambda v: scheduler.savings(v),
+    }
+    for label, call in calls.items():
+        with pytest.raises(ValueError, match="NaN|target_loss") as info:
+            call(np.nan)
+        assert label.split(".")[0] in str(info.value)
+        with pytest.raises((ValueError, TypeError)):
+            call("low")
+
+
+def _torch_net(width=3):
+    import torch
+
+    return torch.nn.Sequential(torch.nn.Linear(width, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2)).eval()
+
+
+def _attribution_functions():
+    from sklearn_icml import inspection
+
+    return {name: getattr(inspection, name) for name in (
+        "saliency", "input_x_gradient", "integrated_gradients", "smoothgrad", "vargrad", "gradient_shap",
+        "feature_ablation", "kernel_shap")}
+
+
+@pytest.mark.parametrize("name", list(_attribution_functions()))
+def test_torch_models_given_the_wrong_width_get_a_clear_error(name):
+    X = np.random.RandomState(0).randn(4, 5)
+    with pytest.raises(ValueError, match="5 features"):
+        _attribution_functions()[name](_torch_net(3), X)
+
+
+@pytest.mark.parametrize("kind", ["lora", "dora"])
+def test_adapter_layers_check_width_and_scaling(kind):
+    import torch
+
+    layer = _adapter(kind)
+    assert layer(torch.ones(2, 3)).shape == (2, 2)
+    with pytest.raises(ValueError, match="5 features"):
+        layer(torch.ones(2, 5))
+    with pytest.raises(ValueError, match="alpha"):
+        _adapter(kind, alpha=1e300)
+    # the largest scaling that float32 holds is accepted and keeps the output finite at initialisation
+    assert torch.isfinite(_adapter(kind, alpha=1e30)(torch.ones(2, 3))).all()
+
+
+def test_regular_expressions_are_checked():
+    from sklearn_icml.finetune import apply_adapters
+
+    with pytest.raises(ValueError, match="regular expression"):
+        apply_adapters(_torch_net(), target_modules="[")
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e300])
+def test_magnitude_direction_shift_is_scale_equivariant(scale):
+    """Shifts of weights scaled by s are s times the shifts (magnitude) and the same (direction): no overflow."""
+    rng = np.random.RandomState(0)
+    W0, W = rng.randn(4, 3), rng.randn(4, 3)
+    dm, dd = _shift(W0, W)
+    dm_s, dd_s = _shift(W0 * scale, W * scale)
+    np.testing.assert_allclose(dm_s, dm * scale, rtol=1e-12)
+    np.testing.assert_allclose(dd_s, dd, rtol=1e-12, atol=1e-15)
+
+
+def test_overflowing_metrics_say_so():
+    from sklearn_icml.inspection import avg_sensitivity, infidelity, max_sensitivity
+
+    f = lambda Z: Z @ np.array([1.0, 2.0, 3.0])  # noqa: E731
+    with pytest.raises(ValueError, match="overflows"):
+        infidelity(f, np.full((2, 3), 1e300), np.full((2, 3), 1e300), random_state=0)
+    nan_explainer = lambda Z: np.full_like(Z, np.nan)  # noqa: E731
+    for metric in (avg_sensitivity, max_sensitivity):
+        with pytest.raises(ValueError, match="non-finite"):
+            metric(nan_explainer, np.ones((2, 3)), random_state=0)
+
+
+def test_rater_anomaly_test_on_no_votes_warns():
+    with pytest.warns(UserWarning, match="no votes"):
+        report = _anomaly(np.empty((0, 2), object), np.array([], object), np.array([]))
+    assert len(report) == 0
+

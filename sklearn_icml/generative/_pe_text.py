@@ -16,7 +16,6 @@ from sklearn.preprocessing import Normalizer
 from sklearn.utils.validation import check_is_fitted
 
 from ..utils._sklearn_private import HasMethods, StrOptions
-from ..utils._torch import resolve_device, torch_threads
 from ._minilm import MiniLMEmbedder
 from ._pe_voting import nearest_votes
 from ._private_evolution import PrivateEvolution
@@ -360,11 +359,14 @@ class PrivateEvolutionText(PrivateEvolution):
         check_is_fitted(self)
         emb = self._embed(_as_texts(X, "X", type(self).__name__))
         syn = self._embed(self.synthetic_)
-        with torch_threads():
-            nearest = nearest_votes(emb, syn, resolve_device(self.device))
+        with self._torch_context() as ctx:
+            nearest = nearest_votes(emb, syn, ctx.device)
         return -float(np.mean(np.linalg.norm(emb - syn[nearest], axis=1)))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
+        # X is a 1-D sequence of strings (the private texts), as for scikit-learn's text vectorizers
         tags.input_tags.string = True
+        tags.input_tags.one_d_array = True
+        tags.input_tags.two_d_array = False
         return tags

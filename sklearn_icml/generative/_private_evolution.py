@@ -19,7 +19,8 @@ from ..privacy import (
     split_budget,
 )
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
-from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device, torch_threads
+from ..utils._torch import as_numpy
+from ..utils._torch_base import TorchEstimatorMixin
 from ._pe_voting import NearestVoter, nearest_votes, noisy_histogram
 
 __all__ = ["PrivateEvolution"]
@@ -67,7 +68,7 @@ def release_label_set(y, epsilon, delta, max_rows_per_user, rng):
     return labels[np.asarray(noisy) >= threshold], threshold, entry
 
 
-class PrivateEvolution(BaseEstimator):
+class PrivateEvolution(TorchEstimatorMixin, BaseEstimator):
     """Differentially private synthetic data by Private Evolution (PrE-Text, ICML 2024), for numeric data.
 
     Private Evolution never trains on private data. It keeps a population of
@@ -269,7 +270,6 @@ class PrivateEvolution(BaseEstimator):
         "embedder": [callable, None],
         "variation": [callable, None],
         "class_conditional": ["boolean"],
-        "device": DEVICE_CONSTRAINT,
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -418,47 +418,45 @@ class PrivateEvolution(BaseEstimator):
         self : PrivateEvolution
             The fitted generator.
         """
-        device = resolve_device(self.device)
-        X, y = self._validate_private(X, y)
-        groups = self._check_groups(groups, len(X))
-        self.device_ = device.type
-        rng = check_random_state(self.random_state)
-        keep, self.n_users_ = cap_users(groups, len(X), self.max_samples_per_user, rng)
-        # without user ids every user holds one row (public knowledge), so one user moves a histogram by 1
-        m = int(self.max_samples_per_user if groups is not None else 1)
-        eps_box, eps_labels, delta_labels, eps_rounds, delta_rounds = self._budget()
-        ledger = []
-        if self._has_box:
-            self.bounds_, entries = self._resolve_bounds(X[keep], eps_box, m, rng)
-            ledger.extend(entries)
-        X, pool = self._setup(X)
-        X = X[keep]
-        y = None if y is None else np.asarray(y)[keep]
-        if self.class_conditional:
-            if self.classes is None:
-                self.classes_, threshold, entry = release_label_set(y, eps_labels, delta_labels, m, rng)
-                ledger.append(entry)
-                if not len(self.classes_):
-                    raise ValueError(
-                        f"{type(self).__name__}: no label reached the private label set's threshold ({threshold} "
-                        f"records at epsilon={eps_labels:.3g}, delta={delta_labels:.3g}); pass the label set as "
-                        "public knowledge (classes=...), or a larger epsilon or classes_share.")
+        with self._torch_fit_context() as ctx:
+            X, y = self._validate_private(X, y)
+            groups = self._check_groups(groups, len(X))
+            rng = check_random_state(self.random_state)
+            keep, self.n_users_ = cap_users(groups, len(X), self.max_samples_per_user, rng)
+            # without user ids every user holds one row (public knowledge), so one user moves a histogram by 1
+            m = int(self.max_samples_per_user if groups is not None else 1)
+            eps_box, eps_labels, delta_labels, eps_rounds, delta_rounds = self._budget()
+            ledger = []
+            if self._has_box:
+                self.bounds_, entries = self._resolve_bounds(X[keep], eps_box, m, rng)
+                ledger.extend(entries)
+            X, pool = self._setup(X)
+            X = X[keep]
+            y = None if y is None else np.asarray(y)[keep]
+            if self.class_conditional:
+                if self.classes is None:
+                    self.classes_, threshold, entry = release_label_set(y, eps_labels, delta_labels, m, rng)
+                    ledger.append(entry)
+                    if not len(self.classes_):
+                        raise ValueError(
+                            f"{type(self).__name__}: no label reached the private label set's threshold "
+                            f"({threshold} records at epsilon={eps_labels:.3g}, delta={delta_labels:.3g}); pass the "
+                            "label set as public knowledge (classes=...), or a larger epsilon or classes_share.")
+                else:
+                    self.classes_ = np.unique(np.asarray(as_numpy(self.classes)))
+            sigma, eps = self._sigma(eps_rounds, delta_rounds)
+            ledger.append(self._ledger(sigma, m, eps, delta_rounds))
+            self.noise_multiplier_, self.privacy_ledger_ = sigma, ledger
+            self.epsilon_spent_ = math.fsum(e["epsilon"] for e in ledger)
+            self.delta_spent_ = math.fsum(e["delta"] for e in ledger)
+            if self.class_conditional:
+                parts = [(X[y == c], c) for c in self.classes_]
             else:
-                self.classes_ = np.unique(np.asarray(as_numpy(self.classes)))
-        sigma, eps = self._sigma(eps_rounds, delta_rounds)
-        ledger.append(self._ledger(sigma, m, eps, delta_rounds))
-        self.noise_multiplier_, self.privacy_ledger_ = sigma, ledger
-        self.epsilon_spent_ = math.fsum(e["epsilon"] for e in ledger)
-        self.delta_spent_ = math.fsum(e["delta"] for e in ledger)
-        if self.class_conditional:
-            parts = [(X[y == c], c) for c in self.classes_]
-        else:
-            self.classes_ = None
-            parts = [(X, None)]
-        synthetic, labels, seeds, self.histograms_ = [], [], [], []
-        with torch_threads():
+                self.classes_ = None
+                parts = [(X, None)]
+            synthetic, labels, seeds, self.histograms_ = [], [], [], []
             for part, label in parts:
-                final, part_seeds, hists = self._evolve(part, pool, sigma * m, rng, device, label)
+                final, part_seeds, hists = self._evolve(part, pool, sigma * m, rng, ctx.device, label)
                 synthetic.append(final)
                 seeds.extend(part_seeds)
                 self.histograms_.extend(hists)
@@ -550,6 +548,6 @@ class PrivateEvolution(BaseEstimator):
         """
         check_is_fitted(self)
         X = validate_data(self, as_numpy(X), dtype=np.float64, reset=False)
-        with torch_threads():
-            nearest = nearest_votes(X, self.synthetic_, resolve_device(self.device))
+        with self._torch_context() as ctx:
+            nearest = nearest_votes(X, self.synthetic_, ctx.device)
         return -float(np.mean(np.linalg.norm(X - self.synthetic_[nearest], axis=1)))

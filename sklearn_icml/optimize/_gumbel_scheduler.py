@@ -8,7 +8,7 @@ decodes every candidate exactly to keep the best legal schedule seen (an
 anytime search, with a wall-clock ``time_limit``). It still speaks the layer's
 vocabulary and uses its helpers: the seeded CPU generator
 (:func:`~sklearn_icml.utils._torch.torch_generator`), the device and thread
-rules (``device_``, :func:`~sklearn_icml.utils._torch.torch_threads`), the
+rules of the torch estimator base (``device_``, the fit context), the
 progress reporter under ``verbose``, and ``max_iter``, ``n_iter_``,
 ``loss_curve_`` and ``history_``.
 """
@@ -21,7 +21,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
-from ..utils._torch import DEVICE_CONSTRAINT, resolve_device, torch_generator, torch_threads
+from ..utils._torch import torch_generator
+from ..utils._torch_base import TorchEstimatorMixin
 from ..utils._training import ProgressReporter
 from ._gumbel_sampler import GumbelModel, LevelPlan, _init_logits
 from ._scheduling_base import StageSchedulerMixin
@@ -33,7 +34,7 @@ _T_MAX, _ETA_MIN = 50, 1e-7
 _STAGE0_SCALE, _STAGE0_ROOT_SCALE, _WARM_SCALE = 1.0, 10.0, 10.0
 
 
-class GumbelScheduler(StageSchedulerMixin, BaseEstimator):
+class GumbelScheduler(StageSchedulerMixin, TorchEstimatorMixin, BaseEstimator):
     """Differentiable stage scheduling of a DAG with the constrained Gumbel trick.
 
     Every node of the DAG gets a stage with ``s_u <= s_v`` on every edge,
@@ -161,15 +162,11 @@ class GumbelScheduler(StageSchedulerMixin, BaseEstimator):
 
     _parameter_constraints = {
         "tau": [Interval(Real, 0, None, closed="neither")],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
         "init": [StrOptions({"greedy", "stage0", "asap"}), "array-like"],
         "constraint": [StrOptions({"paper", "mask"})],
         "time_limit": [Interval(Real, 0, None, closed="neither"), None],
-        "device": DEVICE_CONSTRAINT,
         "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(self, *, tau=50.0, learning_rate=1.0, batch_size=64, max_iter=500, init="greedy",
@@ -219,15 +216,13 @@ class GumbelScheduler(StageSchedulerMixin, BaseEstimator):
         self : GumbelScheduler
             Fitted scheduler.
         """
-        device = resolve_device(self.device)
-        self.device_ = device.type
-        start = time.perf_counter()
-        problem = self._problem(X)
-        initial = self._initial_schedule(problem)
-        self.initial_objective_ = problem.objective(initial)
-        rng = check_random_state(self.random_state)
-        with torch_threads():
-            best, history, losses = self._search(problem, initial, device, rng, start)
+        with self._torch_fit_context() as ctx:
+            start = time.perf_counter()
+            problem = self._problem(X)
+            initial = self._initial_schedule(problem)
+            self.initial_objective_ = problem.objective(initial)
+            rng = check_random_state(self.random_state)
+            best, history, losses = self._search(problem, initial, ctx.device, rng, start)
         self._set_result(problem, best)
         self.history_ = np.asarray(history, dtype=np.float64).reshape(-1, 3)
         self.loss_curve_ = losses
