@@ -132,8 +132,10 @@ def test_from_networkx_labels_and_attributes():
         StageSchedulingProblem.from_networkx(G)
     G.nodes["c"]["parameter"] = 1
     G.add_edge("b", "c")
-    with pytest.raises(ValueError, match=r"edge \('b', 'c'\) has no 'parameter'"):
+    with pytest.raises(ValueError, match="some edges carry"):
         StageSchedulingProblem.from_networkx(G)
+    with pytest.raises(ValueError, match=r"edge \('b', 'c'\) has no 'parameter'"):
+        StageSchedulingProblem.from_networkx(G, edge_attr="parameter")
     assert StageSchedulingProblem.from_networkx(G, edge_attr=None).n_edges == 2
     with pytest.raises(TypeError, match="undirected"):
         StageSchedulingProblem.from_networkx(nx.Graph(G))

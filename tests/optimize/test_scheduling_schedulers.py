@@ -141,8 +141,9 @@ def test_greedy_init_never_worse_than_greedy_and_history_monotone():
         assert np.all(np.diff(best) <= 0)
         assert best[-1] == gumbel.objective_
         assert np.all(np.diff(gumbel.history_[:, 1]) >= 0)
-        assert gumbel.history_.shape == (gumbel.n_iter_ + 1, 3) and gumbel.n_iter_ == 15
-        assert len(gumbel.loss_curve_) == 15
+        assert gumbel.history_.shape == (gumbel.n_iter_ + 1, 3)
+        assert gumbel.n_iter_ == 15 or gumbel.stop_reason_ == "lower_bound"
+        assert len(gumbel.loss_curve_) == gumbel.n_iter_
 
 
 def test_stage0_improves_on_the_release_start():
@@ -154,11 +155,11 @@ def test_stage0_improves_on_the_release_start():
 
 def test_array_init_and_asap():
     problem = make_scheduling_dag(80, depth=6, random_state=0)
-    asap = GumbelScheduler(batch_size=2, max_iter=0, init="asap").fit(problem)
+    asap = GumbelScheduler(batch_size=2, max_iter=0, init="asap", polish=False).fit(problem)
     np.testing.assert_array_equal(asap.schedule_, problem.levels)  # n_stages = depth: ASAP levels themselves
     start = np.full(problem.n_nodes, problem.n_stages - 1)
     start[problem.levels == 0] = 0
-    given = GumbelScheduler(batch_size=2, max_iter=0, init=start).fit(problem)
+    given = GumbelScheduler(batch_size=2, max_iter=0, init=start, polish=False).fit(problem)
     assert given.initial_objective_ == problem.objective(start)
     np.testing.assert_array_equal(given.schedule_, start)
 
