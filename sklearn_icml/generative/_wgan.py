@@ -187,6 +187,13 @@ class LeftInvertibleWGAN(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Torc
     :meth:`sample`, :meth:`transform`, :meth:`inverse_transform` and
     :meth:`score` compute in float64 on the CPU.
 
+    Training runs ``max_iter`` generator iterations, with no early stopping:
+    the critic's loss estimates a distance that every generator step moves,
+    so neither loss is a quantity whose stall means convergence (as in the
+    WGAN literature, the number of iterations is the budget). Both losses
+    are in ``loss_history_``; :meth:`score` on held-out data is the measure
+    to select ``max_iter`` with.
+
     References
     ----------
     .. [1] Vardanyan, E., Hunanyan, S., Galstyan, T., Minasyan, A. and
