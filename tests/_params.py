@@ -242,8 +242,9 @@ FIT_DATA = {
 
 def _scheduling_dag(random_state):
     from sklearn_icml.datasets import make_scheduling_dag
+    from sklearn_icml.optimize import StageSchedulingProblem
 
-    return make_scheduling_dag(40, depth=4, random_state=random_state)
+    return StageSchedulingProblem.from_dataset(make_scheduling_dag(40, depth=4, random_state=random_state))
 
 
 def _private_texts(random_state):
