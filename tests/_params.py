@@ -148,6 +148,15 @@ EXPECTED_FAILED = {
                              "(test_check_clustering_data_at_large_epsilon and the blob utility tests)",
                              AssertionError),
     },
+    # the private label set (classes=None) keeps the labels whose noisy count reaches 5 rows at the harness
+    # generator's budget (epsilon=50, classes_share=0.1): from these checks' few rows it releases fewer than two
+    # classes, and the fit refuses with the release's own message, which is not the checks' pattern
+    "SyntheticDataClassifier": {
+        check: "the private label set releases fewer than two classes from the check's few rows at the harness "
+               "budget, and the fit refuses with its own message (the release is tested in "
+               "tests/generative/test_private_evolution.py)"
+        for check in ("check_fit2d_1sample", "check_fit2d_1feature")
+    },
 }
 
 # S19 scaling laws. scikit-learn's positive_only tag means non-negative: the checks shift X by its minimum, so
@@ -238,8 +247,9 @@ FIT_DATA = {
 
 def _scheduling_dag(random_state):
     from sklearn_icml.datasets import make_scheduling_dag
+    from sklearn_icml.optimize import StageSchedulingProblem
 
-    return make_scheduling_dag(40, depth=4, random_state=random_state)
+    return StageSchedulingProblem.from_dataset(make_scheduling_dag(40, depth=4, random_state=random_state))
 
 
 def _private_texts(random_state):
