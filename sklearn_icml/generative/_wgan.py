@@ -187,6 +187,13 @@ class LeftInvertibleWGAN(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Torc
     :meth:`sample`, :meth:`transform`, :meth:`inverse_transform` and
     :meth:`score` compute in float64 on the CPU.
 
+    Training runs ``max_iter`` generator iterations, with no early stopping:
+    the critic's loss estimates a distance that every generator step moves,
+    so neither loss is a quantity whose stall means convergence (as in the
+    WGAN literature, the number of iterations is the budget). Both losses
+    are in ``loss_history_``; :meth:`score` on held-out data is the measure
+    to select ``max_iter`` with.
+
     References
     ----------
     .. [1] Vardanyan, E., Hunanyan, S., Galstyan, T., Minasyan, A. and
@@ -289,7 +296,8 @@ class LeftInvertibleWGAN(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Torc
         from ._wgan_training import train_wgan
 
         with self._torch_fit_context() as ctx:
-            X = validate_data(self, as_numpy(X), dtype=np.float64)
+            # one row is no distribution to learn (and has no spread to standardise by)
+            X = validate_data(self, as_numpy(X), dtype=np.float64, ensure_min_samples=2)
             hidden, betas = self._hidden(), self._betas()
             d = self._latent_dim(X.shape[1])
             rng = check_random_state(self.random_state)
@@ -434,7 +442,7 @@ class LeftInvertibleWGAN(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Torc
         float
             ``-wasserstein1(self.sample(len(X)), X)``.
         """
-        from ..metrics import wasserstein1
+        from ..utils._distances import wasserstein1
 
         check_is_fitted(self)
         X = validate_data(self, as_numpy(X), dtype=np.float64, reset=False)

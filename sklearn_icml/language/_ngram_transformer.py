@@ -5,6 +5,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from ..utils._docstrings import fill_doc
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import to_numpy, to_tensor
 from ..utils._torch_base import TorchEstimatorMixin
@@ -22,6 +23,7 @@ def _histograms(X, orders, vocab_size):
     return np.stack([head_histograms(X, order, vocab_size) for order in orders], axis=1)
 
 
+@fill_doc
 class NGramTransformerLM(NextTokenPredictorMixin, TorchEstimatorMixin, BaseEstimator):
     """Causal Transformer LM with hard-wired n-gram heads for in-context language learning (ICML 2024).
 
@@ -64,6 +66,7 @@ class NGramTransformerLM(NextTokenPredictorMixin, TorchEstimatorMixin, BaseEstim
     max_iter : int, default=10
         Epochs over the training sequences (``ceil(n_sequences / batch_size)``
         optimiser steps each).
+    {{early_stopping_parameters}}
     separator : int, default=18
         Token id joining the strings of a sequence.
     vocab_size : int, default=None
@@ -84,6 +87,9 @@ class NGramTransformerLM(NextTokenPredictorMixin, TorchEstimatorMixin, BaseEstim
         Number of token ids.
     loss_curve_ : list of float
         Training cross-entropy per epoch.
+    validation_scores_ : list of float or None
+        Validation cross-entropy per epoch (lower is better) with
+        ``early_stopping``, else None.
     n_iter_ : int
         Epochs run.
     device_ : str
@@ -138,7 +144,8 @@ class NGramTransformerLM(NextTokenPredictorMixin, TorchEstimatorMixin, BaseEstim
 
     def __init__(self, d_model=64, n_layers=2, n_heads=2, ngram_orders=(1, 2, 3), *, ngram_heads_on="embedding",
                  max_len=256, dropout=0.0, learning_rate=1e-3, weight_decay=0.01, batch_size=16, max_iter=10,
-                 separator=18, vocab_size=None, device="cpu", random_state=None, verbose=0):
+                 early_stopping=False, validation_fraction=0.1, n_iter_no_change=10, tol=1e-4, separator=18,
+                 vocab_size=None, device="cpu", random_state=None, verbose=0):
         self.d_model = d_model
         self.n_layers = n_layers
         self.n_heads = n_heads
@@ -150,6 +157,10 @@ class NGramTransformerLM(NextTokenPredictorMixin, TorchEstimatorMixin, BaseEstim
         self.weight_decay = weight_decay
         self.batch_size = batch_size
         self.max_iter = max_iter
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
         self.separator = separator
         self.vocab_size = vocab_size
         self.device = device
@@ -205,10 +216,13 @@ class NGramTransformerLM(NextTokenPredictorMixin, TorchEstimatorMixin, BaseEstim
                                ctx.generator)
             result = fit_module(net, self._inputs(X), targets, loss=_sequence_cross_entropy, max_iter=self.max_iter,
                                 batch_size=self.batch_size, learning_rate=self.learning_rate, optimizer="adamw",
-                                weight_decay=self.weight_decay, device=ctx.device, random_state=self.random_state,
+                                weight_decay=self.weight_decay, early_stopping=self.early_stopping,
+                                validation_fraction=self.validation_fraction, n_iter_no_change=self.n_iter_no_change,
+                                tol=self.tol, device=ctx.device, random_state=self.random_state,
                                 verbose=self.verbose, name="NGramTransformerLM")
         self.module_ = result.module
         self.loss_curve_ = list(result.loss_curve)
+        self.validation_scores_ = result.validation_scores
         self.n_iter_ = result.n_iter
         return self
 
