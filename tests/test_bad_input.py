@@ -606,3 +606,36 @@ def test_rater_anomaly_test_on_no_votes_warns():
         report = _anomaly(np.empty((0, 2), object), np.array([], object), np.array([]))
     assert len(report) == 0
 
+
+
+def test_rows_at_any_scale_are_unit_vectors_after_bonding():
+    """Space bonds normalise rows: inputs scaled by 1e-300 (whose squares underflow) still give unit rows."""
+    from sklearn_icml.multimodal import SpaceBond
+
+    from ._params import fit_data, make_instance
+
+    bond = make_instance(SpaceBond)
+    X, _ = fit_data(bond)
+    for scale in (1.0, 1e-300):
+        out = clone(bond).fit(X * scale).transform(X * scale)
+        np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, rtol=1e-12)
+
+
+@pytest.mark.parametrize("widths", [[4.5, 3.5], [0, 8], ["4", "4"], [True, 7]])
+def test_block_widths_must_be_whole_numbers_of_columns(widths):
+    from sklearn_icml.multimodal import FreeBind, SpaceBond
+
+    X = np.random.RandomState(0).rand(20, 12)
+    with pytest.raises(ValueError, match="expert_widths"):
+        FreeBind([("a", SpaceBond()), ("b", SpaceBond())], expert_widths=widths).fit(X)
+
+
+@pytest.mark.parametrize("alphas", [[], [0.0], [np.nan], [-1.0], ["a"]])
+def test_penalty_grids_must_be_positive_and_finite(alphas):
+    from sklearn_icml.cross_domain import AutoLinear
+
+    from ._params import fit_data, make_instance
+
+    est = make_instance(AutoLinear).set_params(bridge_alphas=alphas)
+    with pytest.raises(ValueError, match="bridge_alphas"):
+        est.fit(*fit_data(est))

@@ -1,7 +1,7 @@
 """AutoLinear: self-supervised encoders per domain, linear maps between their latent codes (S5)."""
 
 import warnings
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMixin, clone
@@ -324,6 +324,12 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
             Fitted estimator.
         """
         name = type(self).__name__
+        if self.bridge_alphas is not None:
+            alphas = np.asarray(self.bridge_alphas, dtype=object).reshape(-1)
+            if alphas.size == 0 or not all(isinstance(a, Real) and not isinstance(a, bool) and 0 < a < np.inf
+                                           for a in alphas):
+                raise ValueError(f"{name}: bridge_alphas must be a non-empty list of positive finite penalties (or "
+                                 f"None for the default grid); got {self.bridge_alphas!r}.")
         with self._torch_fit_context():
             X, y = validate_data(self, as_numpy(X), as_numpy(y), dtype=np.float64, multi_output=True, y_numeric=True,
                                  ensure_min_samples=2)

@@ -55,7 +55,8 @@ class SpaceBond(ClassNamePrefixFeaturesOutMixin, TransformerMixin, TorchEstimato
         Which space is the base of the output (see above).
     n_base_features : int or None, default=None
         Width of the unified part, the first columns of ``X``; None: the
-        first half (the larger half for an odd width).
+        first half (the larger half for an odd width), with a warning that
+        says so (the widths of the embeddings cannot be read from ``X``).
     projector : {"ridge", "procrustes", "mlp"}, default="ridge"
         Closed-form ridge regression (with intercept), the orthogonal
         Procrustes map (no intercept), or FreeBind's ``Proj_Head_mini``

@@ -180,8 +180,8 @@ class CPSATScheduler(StageSchedulerMixin, BaseEstimator):
     Examples
     --------
     >>> from sklearn_icml.datasets import make_scheduling_dag
-    >>> from sklearn_icml.optimize import CPSATScheduler
-    >>> problem = make_scheduling_dag(30, depth=4, random_state=0)
+    >>> from sklearn_icml.optimize import CPSATScheduler, StageSchedulingProblem
+    >>> problem = StageSchedulingProblem.from_dataset(make_scheduling_dag(30, depth=4, random_state=0))
     >>> solver = CPSATScheduler(time_limit=5.0, hint="greedy").fit(problem)  # doctest: +SKIP
     >>> solver.status_ in ("OPTIMAL", "FEASIBLE")  # doctest: +SKIP
     True

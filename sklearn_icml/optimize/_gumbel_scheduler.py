@@ -190,8 +190,8 @@ class GumbelScheduler(StageSchedulerMixin, TorchEstimatorMixin, BaseEstimator):
     Examples
     --------
     >>> from sklearn_icml.datasets import make_scheduling_dag
-    >>> from sklearn_icml.optimize import GumbelScheduler
-    >>> problem = make_scheduling_dag(100, depth=6, random_state=0)
+    >>> from sklearn_icml.optimize import GumbelScheduler, StageSchedulingProblem
+    >>> problem = StageSchedulingProblem.from_dataset(make_scheduling_dag(100, depth=6, random_state=0))
     >>> scheduler = GumbelScheduler(max_iter=20, random_state=0).fit(problem)
     >>> bool(problem.is_feasible(scheduler.schedule_))
     True

@@ -22,6 +22,8 @@ def as_problem(X, name):
     """Turn a scheduler's ``X`` into a :class:`StageSchedulingProblem` (a DiGraph through ``from_networkx``)."""
     if isinstance(X, StageSchedulingProblem):
         return X
+    if isinstance(X, dict) and "edges" in X and "node_weight" in X:  # a dataset Bunch
+        return StageSchedulingProblem.from_dataset(X)
     if type(X).__module__.startswith("networkx") and hasattr(X, "is_directed"):
         return StageSchedulingProblem.from_networkx(X)
     raise TypeError(f"{name}: X must be a StageSchedulingProblem or a networkx DiGraph (a DAG to schedule), "
@@ -34,7 +36,8 @@ def as_problem_list(X, name):
     if isinstance(X, (list, tuple)) or (isinstance(X, np.ndarray) and X.dtype == object and X.ndim == 1):
         if len(X) == 0:
             raise ValueError(f"{name}: X is an empty list of problems.")
-        if all(isinstance(p, StageSchedulingProblem) or type(p).__module__.startswith("networkx") for p in X):
+        if all(isinstance(p, (StageSchedulingProblem, dict)) or type(p).__module__.startswith("networkx")
+               for p in X):
             return [as_problem(p, name) for p in X], True
     return [as_problem(X, name)], False
 

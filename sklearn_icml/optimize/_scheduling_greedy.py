@@ -188,8 +188,8 @@ class GreedyStageScheduler(StageSchedulerMixin, BaseEstimator):
     Examples
     --------
     >>> from sklearn_icml.datasets import make_scheduling_dag
-    >>> from sklearn_icml.optimize import GreedyStageScheduler
-    >>> problem = make_scheduling_dag(200, random_state=0)
+    >>> from sklearn_icml.optimize import GreedyStageScheduler, StageSchedulingProblem
+    >>> problem = StageSchedulingProblem.from_dataset(make_scheduling_dag(200, random_state=0))
     >>> greedy = GreedyStageScheduler().fit(problem)
     >>> bool(problem.is_feasible(greedy.schedule_)), greedy.gap_ < 0.5
     (True, True)

@@ -387,6 +387,46 @@ class StageSchedulingProblem:
         return problem
 
     @classmethod
+    def from_dataset(cls, data, **kw):
+        """Build the problem from a dataset Bunch (:func:`~sklearn_icml.datasets.make_scheduling_dag`,
+        :func:`~sklearn_icml.datasets.load_dcs_graph`).
+
+        Parameters
+        ----------
+        data : Bunch or dict
+            ``edges``, ``node_weight``, ``edge_weight``, and optionally
+            ``n_stages``, ``mem_weight`` (the dataset's suggested settings) and
+            ``node_labels``.
+        **kw : dict
+            Constructor keywords; they override the suggested settings.
+
+        Returns
+        -------
+        StageSchedulingProblem
+            The problem.
+
+        Examples
+        --------
+        >>> from sklearn_icml.datasets import make_scheduling_dag
+        >>> from sklearn_icml.optimize import StageSchedulingProblem
+        >>> problem = StageSchedulingProblem.from_dataset(make_scheduling_dag(300, random_state=0))
+        >>> problem.n_nodes, problem.n_levels
+        (300, 15)
+        """
+        try:
+            args = {"edges": data["edges"], "node_weight": data["node_weight"],
+                    "edge_weight": data.get("edge_weight")}
+        except (KeyError, TypeError) as exc:
+            raise TypeError("StageSchedulingProblem.from_dataset: data must be a Bunch with edges, node_weight and "
+                            f"edge_weight; got {type(data).__name__}.") from exc
+        settings = {key: data[key] for key in ("n_stages", "mem_weight") if data.get(key) is not None}
+        settings.update(kw)
+        problem = cls(args["edges"], args["node_weight"], args["edge_weight"], **settings)
+        if data.get("node_labels") is not None:
+            problem.node_labels = list(data["node_labels"])
+        return problem
+
+    @classmethod
     def from_gml(cls, path, **kw):
         """Read a graph in the released GML format (``parameter`` on nodes and edges).
 

@@ -84,7 +84,7 @@ def test_polish_ends_in_a_local_optimum_checked_move_by_move():
 def test_greedy_plus_polish_beats_greedy_on_a_layered_dag():
     from sklearn_icml.datasets import make_scheduling_dag
 
-    problem = make_scheduling_dag(400, n_stages=10, random_state=0)
+    problem = StageSchedulingProblem.from_dataset(make_scheduling_dag(400, n_stages=10, random_state=0))
     greedy = GreedyStageScheduler().fit(problem)
     gumbel = GumbelScheduler(max_iter=5, random_state=0).fit(problem)
     assert gumbel.initial_objective_ == greedy.objective_
@@ -173,7 +173,7 @@ def test_contradicting_constraints_raise():
 def test_time_limit_is_used_as_a_budget_and_reported(capsys):
     from sklearn_icml.datasets import make_scheduling_dag
 
-    problem = make_scheduling_dag(300, n_stages=10, random_state=1)
+    problem = StageSchedulingProblem.from_dataset(make_scheduling_dag(300, n_stages=10, random_state=1))
     fitted = GumbelScheduler(max_iter=None, time_limit=1.5, random_state=0, verbose=1).fit(problem)
     out = capsys.readouterr().out
     assert fitted.stop_reason_ in ("time_limit", "lower_bound")
@@ -189,7 +189,8 @@ def test_grid_search_and_cross_validate_over_a_list_of_problems():
 
     from sklearn_icml.datasets import make_scheduling_dag
 
-    problems = [make_scheduling_dag(60, depth=5, n_stages=5, random_state=s) for s in range(4)]
+    data = [make_scheduling_dag(60, depth=5, n_stages=5, random_state=s) for s in range(4)]
+    problems = [StageSchedulingProblem.from_dataset(d) for d in data]
     search = GridSearchCV(GumbelScheduler(max_iter=3, random_state=0), {"polish": [False, True]}, cv=2)
     search.fit(problems)
     gaps = {}
@@ -202,6 +203,7 @@ def test_grid_search_and_cross_validate_over_a_list_of_problems():
     assert cv["test_score"][0] == pytest.approx(expected)
     fitted = GreedyStageScheduler().fit(problems)
     assert len(fitted.predict(problems)) == 4 and fitted.gaps_.shape == (4,)
+    np.testing.assert_array_equal(GreedyStageScheduler().fit(data).gaps_, fitted.gaps_)  # dataset Bunches too
     with pytest.raises(ValueError, match="fitted on a list of problems"):
         fitted.predict(problems[0])
 
