@@ -103,7 +103,7 @@ class SpaceBond(ClassNamePrefixFeaturesOutMixin, TransformerMixin, TorchEstimato
         ``early_stopping``).
     tol : float, default=1e-4
         Minimal decrease of the validation loss counted as an improvement.
-    device : {"cpu", "auto", "cuda"}, default="cpu"
+    device : {"cpu", "auto", "cuda"}, "cuda:<index>" or torch.device, default="cpu"
         Where the MLP projectors train and project. Ridge and Procrustes are
         closed-form numpy.
     random_state : int, RandomState instance or None, default=None
