@@ -14,6 +14,7 @@ from ..privacy import (
     gaussian_rounds_noise_multiplier,
     ledger_entry,
 )
+from ..privacy._discrete import noise_random_state
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device, torch_threads
 from ._pe_voting import NearestVoter, nearest_votes, noisy_histogram
@@ -325,7 +326,7 @@ class PrivateEvolution(BaseEstimator):
         X, y = self._validate_private(X, y)
         groups = self._check_groups(groups, len(X))
         self.device_ = device.type
-        rng = check_random_state(self.random_state)
+        rng = noise_random_state(self.random_state)  # None: cryptographic noise
         keep, self.n_users_ = cap_users(groups, len(X), self.max_samples_per_user, rng)
         X, pool = self._setup(X)
         X = X[keep]
