@@ -16,7 +16,7 @@ import numpy as np
 from scipy import linalg
 
 from ..utils._random import draw_seed
-from ..utils._torch import torch_generator, torch_threads
+from ..utils._torch import torch_generator
 from ..utils._training import fit_module
 from ._layout import l2_normalize
 
@@ -135,8 +135,7 @@ def fit_mlp(source, target, *, loss, temperature, max_iter, batch_size, learning
     import torch
 
     generator = torch_generator(random_state)
-    with torch_threads():
-        module = make_proj_head(source.shape[1], target.shape[1], generator, dtype=torch.float32)
+    module = make_proj_head(source.shape[1], target.shape[1], generator, dtype=torch.float32)
     result = fit_module(module, source.astype(np.float32), target.astype(np.float32),
                         train_step=_objective(loss, temperature), max_iter=max_iter, batch_size=batch_size,
                         learning_rate=learning_rate, n_iter_no_change=max_iter, device=device,
@@ -163,7 +162,7 @@ class MLPProjector:
         """Map the rows of ``Z`` on ``device``, ``batch_size`` rows at a time (the fitted module stays on the CPU)."""
         import torch
 
-        with torch_threads(), torch.no_grad():
+        with torch.no_grad():  # inside the estimator's torch context (the thread rule)
             module = self.module if str(device) == "cpu" else copy.deepcopy(self.module).to(device)
             module.eval()
             out = np.empty((Z.shape[0], _n_out(module)), dtype=np.float64)

@@ -6,11 +6,11 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
-from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, is_torch_tensor, resolve_device, torch_generator, torch_threads
+from ..utils._torch import as_numpy, is_torch_tensor
+from ..utils._torch_base import TorchEstimatorMixin
 from ..utils._training import ProgressReporter
 from ..utils._validation import check_float32_range
 from ._clustering import cluster_units, collapse_clusters
@@ -56,7 +56,8 @@ def _from_batched(module, student=0):
     return weights, biases
 
 
-class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, BaseEstimator):
+class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, TorchEstimatorMixin,
+                       BaseEstimator):
     """Recover a network's hidden widths and weights from input-output queries (Expand-and-Cluster).
 
     Read more in the :ref:`User Guide <neural_network>`.
@@ -258,9 +259,7 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
         "finetune_lr": [Interval(Real, 0, 1e6, closed="right")],
         "polish": [StrOptions({"lbfgs"}), None],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
-        "device": DEVICE_CONSTRAINT,
         "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(self, n_hidden_layers=1, *, activation="tanh", n_students=10, student_width=None, gamma=0.8,
@@ -377,23 +376,21 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
         """
         from ._students import fit_students, init_students, polish_students, student_losses
 
-        device = resolve_device(self.device)
-        self.device_ = str(device)
-        X, y = validate_data(self, as_numpy(X), as_numpy(y), multi_output=True, y_numeric=True,
-                             dtype=np.float64)
-        name = type(self).__name__
-        widths = self._widths(X.shape[1])
-        Y = y.reshape(len(y), -1).astype(np.float64)
-        check_float32_range(X, Y, name=name, labels=("X", "y"), reason="the students train in float32")
-        self.n_outputs_ = Y.shape[1]
-        reporter = ProgressReporter(name, verbose=self.verbose)
-        generator = torch_generator(check_random_state(self.random_state))
-        n_students, act = self.n_students, self.activation
-        for attr in ("cluster_sizes_", "cluster_median_angle_", "linkage_matrices_", "cut_heights_",
-                     "student_units_", "unit_labels_"):
-            setattr(self, attr, [])
-        dropped = []
-        with torch_threads():
+        with self._torch_fit_context() as ctx:
+            X, y = validate_data(self, as_numpy(X), as_numpy(y), multi_output=True, y_numeric=True,
+                                 dtype=np.float64)
+            name = type(self).__name__
+            widths = self._widths(X.shape[1])
+            Y = y.reshape(len(y), -1).astype(np.float64)
+            check_float32_range(X, Y, name=name, labels=("X", "y"), reason="the students train in float32")
+            self.n_outputs_ = Y.shape[1]
+            reporter = ProgressReporter(name, verbose=self.verbose)
+            device, generator = ctx.device, ctx.generator
+            n_students, act = self.n_students, self.activation
+            for attr in ("cluster_sizes_", "cluster_median_angle_", "linkage_matrices_", "cut_heights_",
+                         "student_units_", "unit_labels_"):
+                setattr(self, attr, [])
+            dropped = []
             students = init_students(n_students, X.shape[1], widths, self.n_outputs_, act, generator)
             students = fit_students(students, X, Y, steps=self.student_max_iter, learning_rate=self.student_lr,
                                     batch_size=self.batch_size, device=device, random_state=generator,

@@ -187,16 +187,16 @@ def _pe_outputs(X, seeds, sigma_eps, entry):
     for seed in seeds:
         pe = PrivateEvolution(n_synthetic=1, n_iterations=1, epsilon=1.0, delta=1e-5, threshold=0.0, lookahead=1,
                               initial_population=np.zeros((1, 1)), bounds=(-1, 1), random_state=seed)
-        pe._sigma = lambda: sigma_eps  # the accountant's answers, computed once below (they read no data)
-        pe._ledger = lambda sigma, m, eps: entry
+        pe._sigma = lambda *budget: sigma_eps  # the accountant's answers, computed once below (they read no data)
+        pe._ledger = lambda *args: entry
         out.append(pe.fit(X).histograms_[0][0])
     return np.array(out)
 
 
 def _audit_private_evolution(n_runs=500):
     probe = PrivateEvolution(n_iterations=1, epsilon=1.0, delta=1e-5, bounds=(-1, 1))
-    sigma_eps = probe._sigma()
-    entry = probe._ledger(sigma_eps[0], 1.0, sigma_eps[1])
+    sigma_eps = probe._sigma(1.0, 1e-5)
+    entry = probe._ledger(sigma_eps[0], 1.0, sigma_eps[1], 1e-5)
     D = np.zeros((60, 1))  # every record votes for the one synthetic point: its count is 60, far from clipping
     D1 = np.vstack([D, [[0.0]]])
     t_d = _pe_outputs(D, range(n_runs), sigma_eps, entry)

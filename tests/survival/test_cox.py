@@ -214,10 +214,10 @@ def test_cuda_without_a_gpu_raises_before_any_work(monkeypatch):
 def test_fit_and_predict_run_under_the_thread_rule(monkeypatch):
     from contextlib import contextmanager
 
-    from sklearn_icml.survival import _cox
+    from sklearn_icml.utils import _torch_base
 
     entered = []
-    real = _cox.torch_threads
+    real = _torch_base.torch_threads
 
     @contextmanager
     def recording(*args, **kwargs):
@@ -225,7 +225,7 @@ def test_fit_and_predict_run_under_the_thread_rule(monkeypatch):
         with real(*args, **kwargs) as n:
             yield n
 
-    monkeypatch.setattr(_cox, "torch_threads", recording)
+    monkeypatch.setattr(_torch_base, "torch_threads", recording)
     X, y = _data()
     cox = CoxSurvival().fit(X, y)
     n_fit = len(entered)
