@@ -156,7 +156,7 @@ class PrivateEvolution(TorchEstimatorMixin, BaseEstimator):
     classes_share : float, default=0.1
         Share of ``epsilon`` and of ``delta`` spent on the private label set
         (``class_conditional`` without ``classes``; ignored otherwise).
-    device : {"cpu", "auto", "cuda"}, default="cpu"
+    device : {"cpu", "auto", "cuda"}, "cuda:<index>" or torch.device, default="cpu"
         Where the nearest-neighbour votes are computed: blocked float32
         matmuls, with numpy's BLAS on the CPU and torch on a GPU.
     random_state : int, RandomState instance or None, default=None
