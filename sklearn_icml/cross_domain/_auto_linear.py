@@ -96,6 +96,16 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
         Masked autoencoders' rows per step.
     learning_rate : float, default=2e-3
         Masked autoencoders' initial step size.
+    early_stopping : bool, default=False
+        Masked autoencoders' early stopping on held-out rows (see
+        :class:`MaskedAutoencoder`; their ``validation_scores_`` record it).
+    validation_fraction : float, default=0.1
+        Masked autoencoders' share of held-out rows under ``early_stopping``.
+    n_iter_no_change : int, default=10
+        Masked autoencoders' epochs without improvement tolerated under
+        ``early_stopping``.
+    tol : float, default=1e-4
+        Masked autoencoders' minimal improvement of the validation loss.
     device : {"cpu", "auto", "cuda"}, default="cpu"
         Where the masked autoencoders train and encode; the bridges are
         closed-form on the CPU.
@@ -217,7 +227,8 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
     def __init__(self, encoder_x="mae", encoder_y="mae", *, n_components_x=32, n_components_y=16, bridge="ridge",
                  bridge_alphas=None, bridge_space="output", refit_encoders=True, architecture="mlp", input_shape_x=None,
                  input_shape_y=None, hidden_layer_sizes=(128, 128), mask_ratio=0.25, patch_size=1, max_iter=1500,
-                 batch_size=128, learning_rate=2e-3, device="cpu", random_state=None, verbose=0):
+                 batch_size=128, learning_rate=2e-3, early_stopping=False, validation_fraction=0.1, n_iter_no_change=10,
+                 tol=1e-4, device="cpu", random_state=None, verbose=0):
         self.encoder_x = encoder_x
         self.encoder_y = encoder_y
         self.n_components_x = n_components_x
@@ -235,6 +246,10 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
         self.max_iter = max_iter
         self.batch_size = batch_size
         self.learning_rate = learning_rate
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -247,7 +262,9 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
                 n_components=n_components, architecture=self.architecture, input_shape=input_shape,
                 hidden_layer_sizes=self.hidden_layer_sizes, mask_ratio=self.mask_ratio, patch_size=self.patch_size,
                 max_iter=self.max_iter, batch_size=self.batch_size, learning_rate=self.learning_rate,
-                device=device, random_state=seed, verbose=self.verbose)
+                early_stopping=self.early_stopping, validation_fraction=self.validation_fraction,
+                n_iter_no_change=self.n_iter_no_change, tol=self.tol, device=device, random_state=seed,
+                verbose=self.verbose)
         if isinstance(spec, str) and spec == "pca":
             return PCA(n_components=n_components, random_state=seed)
         return clone(spec)

@@ -95,6 +95,19 @@ class MaskedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Torch
     learning_rate : float, default=2e-3
         Adam's initial step size, annealed to 0 by a cosine schedule over the
         steps.
+    early_stopping : bool, default=False
+        Hold out ``validation_fraction`` of the rows and stop when their
+        masked-reconstruction loss has not improved by ``tol`` for more than
+        ``n_iter_no_change`` epochs; the network of the best validation loss
+        is kept. Without it every step of ``max_iter`` runs: the training loss
+        over fresh random masks is too noisy to stop on.
+    validation_fraction : float, default=0.1
+        Share of the rows held out when ``early_stopping``.
+    n_iter_no_change : int, default=10
+        Epochs without an improvement of at least ``tol`` tolerated (with
+        ``early_stopping``).
+    tol : float, default=1e-4
+        Minimal decrease of the validation loss counted as an improvement.
     device : {"cpu", "auto", "cuda"}, default="cpu"
         Where training and encoding run.
     random_state : int, RandomState instance or None, default=None
@@ -117,8 +130,12 @@ class MaskedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Torch
         The grid of a row.
     loss_curve_ : list of float
         Mean masked-reconstruction loss (on standardised data) of each epoch.
+    validation_scores_ : list of float or None
+        Masked-reconstruction loss of the held-out rows at each epoch (lower
+        is better) with ``early_stopping``, else None.
     n_iter_ : int
-        Optimiser steps run (``max_iter`` rounded up to whole epochs).
+        Optimiser steps run (``max_iter`` rounded up to whole epochs, fewer
+        when early stopping ends the training).
     device_ : str
         Where the network was trained.
     n_features_in_ : int
@@ -178,7 +195,8 @@ class MaskedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Torch
     }
 
     def __init__(self, n_components=16, *, architecture="mlp", input_shape=None, hidden_layer_sizes=(128, 128),
-                 mask_ratio=0.25, patch_size=1, max_iter=1500, batch_size=128, learning_rate=2e-3, device="cpu",
+                 mask_ratio=0.25, patch_size=1, max_iter=1500, batch_size=128, learning_rate=2e-3,
+                 early_stopping=False, validation_fraction=0.1, n_iter_no_change=10, tol=1e-4, device="cpu",
                  random_state=None, verbose=0):
         self.n_components = n_components
         self.architecture = architecture
@@ -189,6 +207,10 @@ class MaskedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Torch
         self.max_iter = max_iter
         self.batch_size = batch_size
         self.learning_rate = learning_rate
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -252,11 +274,15 @@ class MaskedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Torch
             Xs = ((X - self.mean_) / self.scale_).astype(np.float32)
             result = fit_module(
                 module, Xs, None, train_step=step, max_iter=epochs, batch_size=batch_size,
-                learning_rate=self.learning_rate, optimizer="adam", n_iter_no_change=epochs, tol=0.0,
+                learning_rate=self.learning_rate, optimizer="adam", early_stopping=self.early_stopping,
+                validation_fraction=self.validation_fraction,
+                n_iter_no_change=self.n_iter_no_change if self.early_stopping else epochs,
+                tol=self.tol if self.early_stopping else 0.0,
                 lr_schedule="cosine", lr_schedule_interval="batch", device=ctx.device, random_state=generator,
                 verbose=self.verbose, name=name)
             self.module_ = result.module.to(dtype=torch.float64)
         self.loss_curve_ = list(result.loss_curve)
+        self.validation_scores_ = result.validation_scores
         self.n_iter_ = result.n_iter * batches
         return self
 

@@ -244,7 +244,9 @@ class DySLIMRegressor(RegressorMixin, TorchEstimatorMixin, BaseEstimator):
         ``"dynamics"``: ``y`` holds the next state (width ``n_features``) or
         the ``K`` next states (width ``K * n_features``). ``"regression"``:
         any ``y``; the loss is MSE + ``lambda_cond * D(predictions, y)``.
-        ``"auto"`` picks dynamics when ``y``'s width allows it.
+        ``"auto"`` picks dynamics when ``y``'s width allows it, and plain
+        regression for a 1-D ``y``; a 2-D ``y`` of any other width is fitted
+        as regression with a warning (say ``mode="regression"``).
     grad_clip : float or None, default=1.0
         Clip the global gradient norm before each step.
     device : {"cpu", "auto", "cuda"}, default="cpu"
@@ -439,6 +441,12 @@ class DySLIMRegressor(RegressorMixin, TorchEstimatorMixin, BaseEstimator):
             if self.mode == "auto" and width == d and K > 1:
                 raise ValueError(f"{name}: y has {width} columns (one next state) but n_rollout_steps={K} needs "
                                  f"{K * d} (K future states; see make_rollout_dataset).")
+            if self.mode == "auto" and width is not None:
+                warnings.warn(f"{name}: y has {width} columns, not the {K * d} of the next state(s) of X's {d} "
+                              "features, so this fits a plain multi-output regressor (no rollouts, no "
+                              "invariant-measure loss on states). Pass mode='regression' to fit it so without this "
+                              "warning, or y of the next states (make_rollout_dataset) to learn the dynamics.",
+                              UserWarning, stacklevel=3)
             return "regression", 0
         if not fits:
             raise ValueError(f"{name}: mode='dynamics' needs y of shape (n_samples, {K * d}) (n_rollout_steps={K} "
@@ -455,8 +463,9 @@ class DySLIMRegressor(RegressorMixin, TorchEstimatorMixin, BaseEstimator):
             States at time t.
         y : array-like of shape (n_samples, n_features) or (n_samples, n_rollout_steps * n_features)
             The next state, or the ``K`` next states one after the other
-            (:func:`make_rollout_dataset`). Any other ``y`` (1-D, other width)
-            is fitted as plain regression in ``mode="auto"``.
+            (:func:`make_rollout_dataset`). Any other ``y`` is fitted as plain
+            regression: silently for a 1-D ``y`` in ``mode="auto"``, with a
+            warning for another width unless ``mode="regression"``.
 
         Returns
         -------

@@ -296,7 +296,8 @@ class LeftInvertibleWGAN(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Torc
         from ._wgan_training import train_wgan
 
         with self._torch_fit_context() as ctx:
-            X = validate_data(self, as_numpy(X), dtype=np.float64)
+            # one row is no distribution to learn (and has no spread to standardise by)
+            X = validate_data(self, as_numpy(X), dtype=np.float64, ensure_min_samples=2)
             hidden, betas = self._hidden(), self._betas()
             d = self._latent_dim(X.shape[1])
             rng = check_random_state(self.random_state)

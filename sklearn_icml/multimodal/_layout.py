@@ -7,6 +7,7 @@ expert blocks may be NaN, and only entirely: a NaN in the base block or in
 part of an expert block is an error.
 """
 
+import warnings
 from numbers import Real
 
 import numpy as np
@@ -29,11 +30,12 @@ def l2_normalize(Z):
     return Z / np.where(norms > 0, norms, 1.0)
 
 
-def block_widths(n_features, n_base_features, expert_widths, n_experts, name):
+def block_widths(n_features, n_base_features, expert_widths, n_experts, name, param="n_base_features"):
     """Widths ``[base, expert_1, ...]`` of the column blocks of ``X``.
 
     ``n_base_features=None`` with ``expert_widths=None`` splits the columns into
-    ``n_experts + 1`` blocks as equal as possible (the first blocks one wider);
+    ``n_experts + 1`` blocks as equal as possible (the first blocks one wider),
+    with a warning that names the guess and ``param``, the caller's parameter that says it;
     a given base width leaves the rest to the experts (split as equally), and
     given expert widths leave the rest to the base.
     """
@@ -55,6 +57,9 @@ def block_widths(n_features, n_base_features, expert_widths, n_experts, name):
         widths = [base, *expert_widths]
     elif n_base_features is None:
         widths = [len(b) for b in np.array_split(np.arange(n_features), n_experts + 1)]
+        warnings.warn(f"{name}: {param} is None, so X's {n_features} columns are split into blocks of widths "
+                      f"{widths} ([base, expert...]) by guess; pass {param} (the widths of the embeddings) to say "
+                      "where the blocks end.", UserWarning, stacklevel=4)
     else:
         if n_base_features >= n_features:
             raise ValueError(f"{name}: n_base_features={n_base_features} leaves no expert columns in X with "

@@ -130,17 +130,23 @@ def _objective(loss, temperature):
 
 
 def fit_mlp(source, target, *, loss, temperature, max_iter, batch_size, learning_rate, device, random_state,
-            verbose, name):
-    """Train one ``Proj_Head_mini`` from ``source`` to ``target`` rows; return an :class:`MLPProjector`."""
+            verbose, name, early_stopping=False, validation_fraction=0.1, n_iter_no_change=10, tol=1e-4):
+    """Train one ``Proj_Head_mini`` from ``source`` to ``target`` rows; return an :class:`MLPProjector`.
+
+    Every one of the ``max_iter`` epochs runs unless ``early_stopping`` holds out rows and stops on their
+    loss (the contrastive training loss over reshuffled batches is too noisy to stop on).
+    """
     import torch
 
     generator = torch_generator(random_state)
     module = make_proj_head(source.shape[1], target.shape[1], generator, dtype=torch.float32)
     result = fit_module(module, source.astype(np.float32), target.astype(np.float32),
                         train_step=_objective(loss, temperature), max_iter=max_iter, batch_size=batch_size,
-                        learning_rate=learning_rate, n_iter_no_change=max_iter, device=device,
+                        learning_rate=learning_rate, early_stopping=early_stopping,
+                        validation_fraction=validation_fraction,
+                        n_iter_no_change=n_iter_no_change if early_stopping else max_iter, tol=tol, device=device,
                         random_state=generator, verbose=verbose, name=name)
-    return MLPProjector(result.module, result.loss_curve)
+    return MLPProjector(result.module, result.loss_curve, result.validation_scores)
 
 
 class MLPProjector:
@@ -152,11 +158,14 @@ class MLPProjector:
         The trained head, on the CPU.
     loss_curve : list of float
         Mean training loss of each epoch.
+    validation_scores : list of float or None, default=None
+        Loss of the held-out pairs at each epoch under early stopping.
     """
 
-    def __init__(self, module, loss_curve):
+    def __init__(self, module, loss_curve, validation_scores=None):
         self.module = module
         self.loss_curve = loss_curve
+        self.validation_scores = validation_scores
 
     def project(self, Z, device="cpu", batch_size=4096):
         """Map the rows of ``Z`` on ``device``, ``batch_size`` rows at a time (the fitted module stays on the CPU)."""
@@ -177,7 +186,7 @@ def _n_out(module):
 
 
 def fit_projectors(source, target, *, projector, n_projectors, groups, ridge_alpha, loss, temperature, max_iter,
-                   batch_size, learning_rate, device, rng, verbose, name):
+                   batch_size, learning_rate, device, rng, verbose, name, stopping=None):
     """The mixture: one projector per group value (``groups``), else ``n_projectors`` on bootstrap resamples.
 
     With ``n_projectors=1`` and no groups, the single projector sees every pair.
@@ -205,7 +214,7 @@ def fit_projectors(source, target, *, projector, n_projectors, groups, ridge_alp
             projectors.append(fit_mlp(S, T, loss=loss, temperature=temperature, max_iter=max_iter,
                                       batch_size=batch_size, learning_rate=learning_rate, device=device,
                                       random_state=draw_seed(rng), verbose=verbose,
-                                      name=name))
+                                      name=name, **(stopping or {})))
     return projectors
 
 

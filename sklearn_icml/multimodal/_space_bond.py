@@ -55,7 +55,8 @@ class SpaceBond(ClassNamePrefixFeaturesOutMixin, TransformerMixin, TorchEstimato
         Which space is the base of the output (see above).
     n_base_features : int or None, default=None
         Width of the unified part, the first columns of ``X``; None: the
-        first half (the larger half for an odd width).
+        first half (the larger half for an odd width), with a warning that
+        says so (the widths of the embeddings cannot be read from ``X``).
     projector : {"ridge", "procrustes", "mlp"}, default="ridge"
         Closed-form ridge regression (with intercept), the orthogonal
         Procrustes map (no intercept), or FreeBind's ``Proj_Head_mini``
@@ -89,6 +90,19 @@ class SpaceBond(ClassNamePrefixFeaturesOutMixin, TransformerMixin, TorchEstimato
         when the MLP projects in :meth:`transform`.
     learning_rate : float, default=1e-3
         AdamW step size of the MLP projector.
+    early_stopping : bool, default=False
+        Hold out ``validation_fraction`` of each MLP projector's pairs and
+        stop when their loss has not improved by ``tol`` for more than
+        ``n_iter_no_change`` epochs; the head of the best validation loss is
+        kept. Without it every one of the ``max_iter`` epochs runs (the
+        contrastive loss over reshuffled batches is too noisy to stop on).
+    validation_fraction : float, default=0.1
+        Share of the pairs held out when ``early_stopping``.
+    n_iter_no_change : int, default=10
+        Epochs without an improvement of at least ``tol`` tolerated (with
+        ``early_stopping``).
+    tol : float, default=1e-4
+        Minimal decrease of the validation loss counted as an improvement.
     device : {"cpu", "auto", "cuda"}, default="cpu"
         Where the MLP projectors train and project. Ridge and Procrustes are
         closed-form numpy.
@@ -102,7 +116,8 @@ class SpaceBond(ClassNamePrefixFeaturesOutMixin, TransformerMixin, TorchEstimato
     projectors_ : list
         The fitted projectors: affine maps (``coef``, ``intercept``) for ridge
         and Procrustes, trained CPU torch heads (``module``,
-        ``loss_curve``) for the MLP.
+        ``loss_curve``, and ``validation_scores`` under ``early_stopping``)
+        for the MLP.
     n_base_features_ : int
         Width of the unified part of ``X``.
     n_expert_features_ : int
@@ -181,7 +196,8 @@ class SpaceBond(ClassNamePrefixFeaturesOutMixin, TransformerMixin, TorchEstimato
 
     def __init__(self, bond="combination", *, n_base_features=None, projector="ridge", loss="infonce",
                  temperature=0.05, n_projectors=1, mixing=0.5, ridge_alpha=1e-2, max_iter=100, batch_size=256,
-                 learning_rate=1e-3, device="cpu", random_state=None, verbose=0):
+                 learning_rate=1e-3, early_stopping=False, validation_fraction=0.1, n_iter_no_change=10, tol=1e-4,
+                 device="cpu", random_state=None, verbose=0):
         self.bond = bond
         self.n_base_features = n_base_features
         self.projector = projector
@@ -193,6 +209,10 @@ class SpaceBond(ClassNamePrefixFeaturesOutMixin, TransformerMixin, TorchEstimato
         self.max_iter = max_iter
         self.batch_size = batch_size
         self.learning_rate = learning_rate
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -249,7 +269,9 @@ class SpaceBond(ClassNamePrefixFeaturesOutMixin, TransformerMixin, TorchEstimato
                 groups=None if groups is None else groups[present], ridge_alpha=self.ridge_alpha, loss=self.loss,
                 temperature=self.temperature, max_iter=self.max_iter, batch_size=self.batch_size,
                 learning_rate=self.learning_rate, device=ctx.device, rng=check_random_state(self.random_state),
-                verbose=self.verbose, name=name)
+                verbose=self.verbose, name=name,
+                stopping=dict(early_stopping=self.early_stopping, validation_fraction=self.validation_fraction,
+                              n_iter_no_change=self.n_iter_no_change, tol=self.tol))
             self.n_base_features_ = u.shape[1]
             self.n_expert_features_ = e.shape[1]
             self.n_pairs_ = int(present.sum())

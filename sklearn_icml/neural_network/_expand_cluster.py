@@ -214,8 +214,10 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
       only some students and is lost to the clustering. The polish takes the
       students to 1e-7 or below at the cost of about 1000 more passes.
 
-    When no cluster survives, a :class:`~sklearn.exceptions.ConvergenceWarning`
-    is raised and the best student is returned (its full width).
+    When no cluster of a layer survives, a
+    :class:`~sklearn.exceptions.ConvergenceWarning` says so and the best
+    student is returned exactly as it was trained (full width, none of the
+    layers recovered below that one).
 
     References
     ----------
@@ -404,6 +406,7 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
             losses = self.student_losses_
             weights = [w.detach().double().numpy().copy() for w in students.weights]
             biases = [b.detach().double().numpy().copy() for b in students.biases]
+            trained = ([w.copy() for w in weights], [b.copy() for b in biases])  # the students as fitted
             for layer in range(self.n_hidden_layers):
                 clusters, units = self._cluster_layer(weights, biases, layer)
                 dropped.append(clusters.n_dropped)
@@ -411,7 +414,7 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
                                  f"{clusters.n_dropped} dropped as unaligned")
                 if not clusters.members:
                     self.n_dropped_clusters_ = np.asarray(dropped, dtype=int)
-                    return self._fall_back(X, Y, losses, weights, biases, layer)
+                    return self._fall_back(X, Y, self.student_losses_, *trained, layer)
                 V, factor, student_ids, unit_ids = units
                 W, b, outgoing, shift = collapse_clusters(clusters, V, factor, student_ids, unit_ids, losses,
                                                           weights[layer + 1], act, self.beta)
@@ -460,10 +463,13 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
         return student_losses(students, X, Y), weights, biases
 
     def _fall_back(self, X, Y, losses, weights, biases, layer):
+        """The best student as trained (before any layer was collapsed), with a warning saying what was lost."""
+        lost = (f"; the layer(s) 1 to {layer} recovered before it are not used either" if layer else "")
         warnings.warn(f"{type(self).__name__}: no cluster of layer {layer + 1} is present in at least gamma * "
                       f"n_students = {self.gamma * self.n_students:g} students with a median angle under beta="
-                      f"{self.beta:.3g}; the best student is returned. Train the students longer "
-                      "(student_max_iter), or lower gamma.", ConvergenceWarning, stacklevel=3)
+                      f"{self.beta:.3g}, so the teacher was not recovered{lost}; the best student is returned as "
+                      "it was trained (full width). Train the students longer (student_max_iter), or lower "
+                      "gamma.", ConvergenceWarning, stacklevel=3)
         best = int(np.argmin(losses))
         coefs = [w[best].T.copy() for w in weights]
         intercepts = [b[best].copy() for b in biases]

@@ -37,6 +37,7 @@ class SurvivalMixin:
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
+        tags.target_tags.positive_only = True  # times are non-negative (and a 0/1 mix is refused as labels)
         return tags
 
     def _validate_survival_fit(self, X, y):

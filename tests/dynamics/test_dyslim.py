@@ -150,6 +150,15 @@ def test_regression_mode_for_other_targets():
         est.rollout(X[:2], 3)
     with pytest.raises(ValueError, match="mode='dynamics'"):
         DySLIMRegressor(mode="dynamics", max_iter=2).fit(X, y)
+    # a 2-D y whose width is no state of X: regression, said aloud in mode="auto", silent when asked for
+    Y2 = np.column_stack([y, -y])
+    with pytest.warns(UserWarning, match=r"y has 2 columns, not the 4 .* Pass mode='regression'"):
+        auto = DySLIMRegressor(hidden_layer_sizes=(8,), max_iter=2, random_state=0).fit(X, Y2)
+    assert auto.mode_ == "regression"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        asked = DySLIMRegressor(hidden_layer_sizes=(8,), max_iter=2, random_state=0, mode="regression").fit(X, Y2)
+    np.testing.assert_array_equal(asked.predict(X), auto.predict(X))
 
 
 def test_bad_input_is_named(lorenz):

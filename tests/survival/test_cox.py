@@ -231,3 +231,12 @@ def test_fit_and_predict_run_under_the_thread_rule(monkeypatch):
     n_fit = len(entered)
     cox.predict(X)
     assert n_fit >= 1 and len(entered) > n_fit
+
+
+def test_class_labels_are_refused_as_event_times():
+    X = np.random.RandomState(0).normal(size=(20, 3))
+    labels = np.tile([0, 1], 10)
+    with pytest.raises(ValueError, match="CoxSurvival: y holds only 0 and 1.*Surv.from_arrays"):
+        CoxSurvival().fit(X, labels)
+    # the same indicators with their times fit
+    CoxSurvival().fit(X, Surv.from_arrays(labels.astype(bool), np.arange(1.0, 21.0)))
