@@ -181,7 +181,7 @@ class PrivateEvolutionText(PrivateEvolution):
         releases it privately (see :class:`PrivateEvolution`).
     classes_share : float, default=0.1
         Share of ``epsilon`` and ``delta`` spent on the private label set.
-    device : {"cpu", "auto", "cuda"}, default="cpu"
+    device : {"cpu", "auto", "cuda"}, "cuda:<index>" or torch.device, default="cpu"
         Where the nearest-neighbour votes are computed.
     random_state : int, RandomState instance or None, default=None
         Seed.

@@ -18,6 +18,7 @@ from ..privacy import (
     private_bounds,
     split_budget,
 )
+from ..privacy._discrete import noise_random_state
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import as_numpy
 from ..utils._torch_base import TorchEstimatorMixin
@@ -155,7 +156,7 @@ class PrivateEvolution(TorchEstimatorMixin, BaseEstimator):
     classes_share : float, default=0.1
         Share of ``epsilon`` and of ``delta`` spent on the private label set
         (``class_conditional`` without ``classes``; ignored otherwise).
-    device : {"cpu", "auto", "cuda"}, default="cpu"
+    device : {"cpu", "auto", "cuda"}, "cuda:<index>" or torch.device, default="cpu"
         Where the nearest-neighbour votes are computed: blocked float32
         matmuls, with numpy's BLAS on the CPU and torch on a GPU.
     random_state : int, RandomState instance or None, default=None
@@ -421,7 +422,7 @@ class PrivateEvolution(TorchEstimatorMixin, BaseEstimator):
         with self._torch_fit_context() as ctx:
             X, y = self._validate_private(X, y)
             groups = self._check_groups(groups, len(X))
-            rng = check_random_state(self.random_state)
+            rng = noise_random_state(self.random_state)  # None: cryptographic noise
             keep, self.n_users_ = cap_users(groups, len(X), self.max_samples_per_user, rng)
             # without user ids every user holds one row (public knowledge), so one user moves a histogram by 1
             m = int(self.max_samples_per_user if groups is not None else 1)
