@@ -8,7 +8,8 @@ import pytest
 from scipy import stats
 
 import sklearn_icml.privacy._bounds as bounds_module
-from sklearn_icml.privacy import MAGNITUDE_EDGES, N_LINEAR, grid_histogram, private_bounds
+from sklearn_icml.privacy import grid_histogram, private_bounds
+from sklearn_icml.privacy._bounds import MAGNITUDE_EDGES, N_LINEAR
 
 
 def _data(n=4000, seed=0):
