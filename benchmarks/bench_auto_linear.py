@@ -152,6 +152,67 @@ def _forward_peers(S, V, seed):
     }
 
 
+class _Record:
+    """Stands in for a Table in a worker process: the values it would add, replayed into the table later."""
+
+    def __init__(self):
+        self.rows = []
+
+    def add(self, *args, **kwargs):
+        self.rows.append((args, kwargs))
+
+
+def _one_seed(seed, quick, device):
+    """One seed of the quality tables (a process of its own with ``--jobs``): recorded rows and ratios."""
+    n_pool, steps = (1000, 300) if quick else (3000, 1500)
+    t_mae, t_rmse, t_ssim, t_fwd, t_r2, t_time = (_Record() for _ in range(6))
+    ratios = {}
+    S_pool, V_pool, S_pairs, V_pairs, S_test, V_test = _data(seed, n_pool)
+    scale = S_test.std()
+    start, cpu_start = time.perf_counter(), time.process_time()
+    ours = AutoLinear(max_iter=steps, device=device, random_state=seed).fit(
+        S_pairs[:200], V_pairs[:200], X_unpaired=S_pool, y_unpaired=V_pool)
+    t_time.add("wall-clock", OURS, time.perf_counter() - start, ours=True, seed=seed)
+    t_time.add("CPU time of the process", OURS, time.process_time() - cpu_start, ours=True, seed=seed)
+    pca = AutoLinear("pca", "pca", random_state=seed).fit(S_pairs[:200], V_pairs[:200], X_unpaired=S_pool,
+                                                          y_unpaired=V_pool)
+    for n in SIZES:
+        case = f"{n} pairs"
+        S, V = S_pairs[:n], V_pairs[:n]
+        model = ours if n == 200 else AutoLinear(ours.encoder_x_, ours.encoder_y_, refit_encoders=False).fit(S, V)
+        latent = AutoLinear(ours.encoder_x_, ours.encoder_y_, bridge_space="latent", refit_encoders=False).fit(S, V)
+        pca_n = AutoLinear(pca.encoder_x_, pca.encoder_y_, refit_encoders=False).fit(S, V)
+        inverse = {OURS: model.predict, LATENT_AL: latent.predict, PCA_AL: pca_n.predict,
+                   **_inverse_peers(S, V, seed)}
+        mae, ssim = {}, {}
+        for name, predict in inverse.items():
+            V_hat = predict(S_test)
+            mae[name] = np.abs(V_hat - V_test).mean()
+            ssim[name] = ssim_1d(V_test, V_hat, value_range=V_RANGE)
+            is_ours = name == OURS
+            t_mae.add(case, name, mae[name], ours=is_ours, seed=seed)
+            t_rmse.add(case, name, np.sqrt(((V_hat - V_test) ** 2).mean()), ours=is_ours, seed=seed)
+            t_ssim.add(case, name, ssim[name], ours=is_ours, seed=seed)
+        forward = {OURS: model.predict_forward, LATENT_AL: latent.predict_forward, PCA_AL: pca_n.predict_forward,
+                   **_forward_peers(S, V, seed)}
+        fwd = {}
+        for name, predict in forward.items():
+            fwd[name] = np.abs(predict(V_test) - S_test).mean() / scale
+            t_fwd.add(case, name, fwd[name], ours=name == OURS, seed=seed)
+        t_r2.add(case, OURS, model.latent_r2_, ours=True, seed=seed)
+        t_r2.add(case, PCA_AL, pca_n.latent_r2_, seed=seed)
+        ratios.setdefault(f"mlp{n}", []).append(mae[OURS] / mae[MLP])
+        ratios.setdefault(f"ridge{n}", []).append(mae[OURS] / mae["RidgeCV (raw traces)"])
+        ratios.setdefault(f"mean{n}", []).append(mae[OURS] / mae["mean log"])
+        for k in PAIRED_ONLY:
+            ratios.setdefault(f"{k}|{n}", []).append(mae[OURS] / mae[k])
+        ratios.setdefault(f"ssim{n}", []).append(ssim[OURS] - ssim["mean log"])
+        ratios.setdefault(f"fwd{n}", []).append(fwd[OURS] / fwd["RidgeCV (raw logs)"])
+        ratios.setdefault(f"fmean{n}", []).append(fwd[OURS] / fwd["mean trace"])
+    print(f"seed {seed} done ({_load()})", file=sys.stderr, flush=True)
+    return [t.rows for t in (t_mae, t_rmse, t_ssim, t_fwd, t_r2, t_time)], ratios
+
+
 def one_d(args):
     quick = args.quick
     n_pool, steps = (1000, 300) if quick else (3000, 1500)
@@ -166,50 +227,20 @@ def one_d(args):
     t_time = Table(f"{QUALITY_TIME}: {n_pool} + {n_pool} unpaired rows and 200 pairs", "seconds",
                    higher_is_better=False, verdicts=False)
     ratios = {f"{k}{n}": [] for k in ("mlp", "ridge", "fwd", "mean", "fmean", "ssim") for n in SIZES}
-    for seed in args.seeds:
-        S_pool, V_pool, S_pairs, V_pairs, S_test, V_test = _data(seed, n_pool)
-        scale = S_test.std()
-        start, cpu_start = time.perf_counter(), time.process_time()
-        ours = AutoLinear(max_iter=steps, device=args.device, random_state=seed).fit(
-            S_pairs[:200], V_pairs[:200], X_unpaired=S_pool, y_unpaired=V_pool)
-        t_time.add("wall-clock", OURS, time.perf_counter() - start, ours=True, seed=seed)
-        t_time.add("CPU time of the process", OURS, time.process_time() - cpu_start, ours=True, seed=seed)
-        pca = AutoLinear("pca", "pca", random_state=seed).fit(S_pairs[:200], V_pairs[:200], X_unpaired=S_pool,
-                                                              y_unpaired=V_pool)
-        for n in SIZES:
-            case = f"{n} pairs"
-            S, V = S_pairs[:n], V_pairs[:n]
-            model = ours if n == 200 else AutoLinear(ours.encoder_x_, ours.encoder_y_, refit_encoders=False).fit(S, V)
-            latent = AutoLinear(ours.encoder_x_, ours.encoder_y_, bridge_space="latent", refit_encoders=False).fit(S, V)
-            pca_n = AutoLinear(pca.encoder_x_, pca.encoder_y_, refit_encoders=False).fit(S, V)
-            inverse = {OURS: model.predict, LATENT_AL: latent.predict, PCA_AL: pca_n.predict,
-                       **_inverse_peers(S, V, seed)}
-            mae, ssim = {}, {}
-            for name, predict in inverse.items():
-                V_hat = predict(S_test)
-                mae[name] = np.abs(V_hat - V_test).mean()
-                ssim[name] = ssim_1d(V_test, V_hat, value_range=V_RANGE)
-                is_ours = name == OURS
-                t_mae.add(case, name, mae[name], ours=is_ours, seed=seed)
-                t_rmse.add(case, name, np.sqrt(((V_hat - V_test) ** 2).mean()), ours=is_ours, seed=seed)
-                t_ssim.add(case, name, ssim[name], ours=is_ours, seed=seed)
-            forward = {OURS: model.predict_forward, LATENT_AL: latent.predict_forward, PCA_AL: pca_n.predict_forward,
-                       **_forward_peers(S, V, seed)}
-            fwd = {}
-            for name, predict in forward.items():
-                fwd[name] = np.abs(predict(V_test) - S_test).mean() / scale
-                t_fwd.add(case, name, fwd[name], ours=name == OURS, seed=seed)
-            t_r2.add(case, OURS, model.latent_r2_, ours=True, seed=seed)
-            t_r2.add(case, PCA_AL, pca_n.latent_r2_, seed=seed)
-            ratios[f"mlp{n}"].append(mae[OURS] / mae[MLP])
-            ratios[f"ridge{n}"].append(mae[OURS] / mae["RidgeCV (raw traces)"])
-            ratios[f"mean{n}"].append(mae[OURS] / mae["mean log"])
-            for k in PAIRED_ONLY:
-                ratios.setdefault(f"{k}|{n}", []).append(mae[OURS] / mae[k])
-            ratios[f"ssim{n}"].append(ssim[OURS] - ssim["mean log"])
-            ratios[f"fwd{n}"].append(fwd[OURS] / fwd["RidgeCV (raw logs)"])
-            ratios[f"fmean{n}"].append(fwd[OURS] / fwd["mean trace"])
-        print(f"seed {seed} done ({_load()})", file=sys.stderr, flush=True)
+    if args.jobs > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            done = list(pool.map(_one_seed, args.seeds, [quick] * len(args.seeds), [args.device] * len(args.seeds)))
+    else:
+        done = [_one_seed(seed, quick, args.device) for seed in args.seeds]
+    for recorded, seed_ratios in done:  # in seed order
+        for table, rows in zip((t_mae, t_rmse, t_ssim, t_fwd, t_r2, t_time), recorded):
+            for a, kw in rows:
+                table.add(*a, **kw)
+        for k, v in seed_ratios.items():
+            ratios.setdefault(k, []).extend(v)
     med = {k: float(np.median(v)) for k, v in ratios.items()}
     for n in SIZES:  # the paired-only peer most favourable to itself: the largest median ratio of ours to it
         med[f"paired{n}"] = max(med[f"{k}|{n}"] for k in PAIRED_ONLY)
@@ -402,11 +433,14 @@ def _merge(path, kept, kept_estimators):
 
 def main():
     pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--jobs", type=int, default=1,
+                     help="seeds of the quality tables run in this many processes at once (default 1)")
     pre.add_argument("--only", nargs="+", choices=sorted(PARTS), default=None,
                      help="run these parts only (default: cpu and time on the CPU, gpu otherwise); the tables of "
                           "the other parts stay in the results file")
     known, rest = pre.parse_known_args()
     args = bench_args(__doc__, rest)
+    args.jobs = max(1, known.jobs)
     only = known.only or (["gpu"] if args.device != "cpu" else ["cpu", "time"])
     path, kept, kept_estimators = _kept_tables(args, only)
     command = "python benchmarks/bench_auto_linear.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
