@@ -38,11 +38,20 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-__all__ = ["Table", "bench_args", "emit", "paired_verdict", "timed", "BAR_OPS", "CLAIM_OUTCOMES",
-           "SCHEMA_VERSION"]
+__all__ = ["Table", "bench_args", "emit", "paired_verdict", "timed", "worse_by", "BAR_OPS", "CLAIM_OUTCOMES",
+           "MIN_PAIRS", "SCHEMA_VERSION", "WORSE_BY", "git_state"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Schema 2 (every run saved since): a published result must come from a committed tree, i.e. its provenance has
+# a commit and no uncommitted changes to sklearn_icml/ or benchmarks/ (``render_docs.py --check`` fails otherwise).
+# Schema 1 files are older runs, rendered with what their provenance says.
+SCHEMA_VERSIONS = (1, 2)
 ROOT = Path(__file__).resolve().parents[1]
+# The library measured is the one of this source tree (an installed or editable copy elsewhere would not be the
+# code of the commit the run records): its root goes first on the import path, before any script imports it.
+if str(ROOT) not in sys.path[:1]:
+    sys.path.insert(0, str(ROOT))
+
 DEFAULT_RESULTS_DIR = Path(__file__).resolve().parent / "results"
 BAR_OPS = {"<=": lambda a, b: a <= b, "<": lambda a, b: a < b, ">=": lambda a, b: a >= b,
            ">": lambda a, b: a > b}
@@ -137,16 +146,23 @@ def _t_quantile(p, df):
     return float(t.ppf(p, df))
 
 
+MIN_PAIRS = 2
+WORSE_BY = 0.10
+
+
 def paired_verdict(ours, peer, *, higher_is_better, level=0.95):
     """Verdict of our values against a peer's, paired by seed.
 
     ``ours`` and ``peer`` are lists of ``(seed, value)``; values of the same seed
     are paired (the k-th value of a seed with the k-th of the same seed), NaN
-    pairs dropped. Returns ``(verdict, (low, high), n_pairs)``: ``"win"`` or
+    pairs dropped. Returns ``(verdict, (low, high), n_pairs)``.
+
+    A verdict needs every one of our values paired: when fewer than
+    ``MIN_PAIRS`` (2) pairs form, or the peer has fewer values (not NaN) than
+    we have, the verdict is ``"unpaired"`` and the interval ``None``: the row
+    keeps its ratio but claims neither a win nor a tie. Otherwise ``"win"`` or
     ``"loss"`` only when the ``level`` t-interval of the mean paired difference
-    (ours - peer) excludes 0, else ``"tie"``; with fewer than two pairs there
-    is no interval and the verdict is a tie unless every difference is exactly 0
-    (still a tie). The interval is ``None`` when it cannot be formed.
+    (ours - peer) excludes 0, else ``"tie"``.
     """
     def by_seed(pairs):
         out = defaultdict(list)
@@ -161,8 +177,10 @@ def paired_verdict(ours, peer, *, higher_is_better, level=0.95):
             if not (math.isnan(x) or math.isnan(y)):
                 diffs.append(x - y)
     n = len(diffs)
-    if n < 2:
-        return "tie", None, n
+    n_ours = sum(not math.isnan(v) for _, v in ours)
+    n_peer = sum(not math.isnan(v) for _, v in peer)
+    if n < MIN_PAIRS or n_peer < n_ours:
+        return "unpaired", None, n
     mean = statistics.fmean(diffs)
     half = _t_quantile(0.5 + level / 2, n - 1) * statistics.stdev(diffs) / math.sqrt(n)
     low, high = mean - half, mean + half
@@ -170,6 +188,18 @@ def paired_verdict(ours, peer, *, higher_is_better, level=0.95):
         better = mean > 0 if higher_is_better else mean < 0
         return ("win" if better else "loss"), (low, high), n
     return "tie", (low, high), n
+
+
+def worse_by(mean, best, *, higher_is_better):
+    """How much worse ``mean`` is than ``best``, relative to ``|best|`` (0 when not worse; inf when best is 0).
+
+    Used for unpaired rows: one at least ``WORSE_BY`` (10 %) worse than the best peer is a negative
+    result even without a paired interval.
+    """
+    gap = (best - mean) if higher_is_better else (mean - best)
+    if math.isnan(gap) or gap <= 0:
+        return 0.0
+    return gap / abs(best) if best != 0 else math.inf
 
 
 def row_stats(values):
@@ -186,7 +216,8 @@ def compute_rows(cases, values, ours, *, higher_is_better, verdicts=True):
 
     ``values`` maps ``(case, method)`` to a list of ``(seed, value)``; ``ours``
     maps the same keys to bool. Returns dicts (case, method, ours, mean, std, n,
-    ratio, best_peer, verdict, interval, n_pairs), ours first per case.
+    ratio, best_peer, verdict, interval, n_pairs, worse), ours first per case;
+    ``worse`` is :func:`worse_by` against the best peer (our rows with a peer, else None).
     """
     out = []
     for case in cases:
@@ -200,16 +231,19 @@ def compute_rows(cases, values, ours, *, higher_is_better, verdicts=True):
         order = sorted(methods, key=lambda m: (not ours[(case, m)], methods.index(m)))
         for m in order:
             mean, std, n = stats[m]
-            ratio = verdict = interval = None
+            ratio = verdict = interval = worse = None
             n_pairs = 0
             if best is not None and n > 0:
                 ref = stats[best][0]
                 ratio = mean / ref if ref != 0 else math.nan
+                if ours[(case, m)]:
+                    worse = worse_by(mean, ref, higher_is_better=higher_is_better)
                 if ours[(case, m)] and verdicts:
                     verdict, interval, n_pairs = paired_verdict(values[(case, m)], values[(case, best)],
                                                                 higher_is_better=higher_is_better)
             out.append(dict(case=case, method=m, ours=ours[(case, m)], mean=mean, std=std, n=n, ratio=ratio,
-                            best_peer=best, verdict=verdict, interval=interval, n_pairs=n_pairs))
+                            best_peer=best, verdict=verdict, interval=interval, n_pairs=n_pairs,
+                            worse=worse))
     return out
 
 
@@ -225,10 +259,11 @@ class Table:
     higher_is_better : bool
         Direction of the metric; decides the best peer and the verdict.
     verdicts : bool, default=True
-        Say win/tie/loss on our rows. Turn off for tables that compare values
-        rather than race (ratios are still given). A verdict pairs our values
-        with the best peer's by seed: win or loss only when the 95 % interval
-        of the paired difference excludes 0, else tie.
+        Say win/tie/loss/unpaired on our rows. Turn off for tables that compare
+        values rather than race (ratios are still given). A verdict pairs our
+        values with the best peer's by seed: win or loss only when the 95 %
+        interval of the paired difference excludes 0, else tie; unpaired when
+        fewer than 2 seeds pair up or the peer has fewer seeds than we have.
     """
 
     def __init__(self, title, metric, *, higher_is_better, verdicts=True):
@@ -316,7 +351,8 @@ class Table:
         ``ratio`` is the row's mean over the best peer's mean of the same case
         (best = highest or lowest mean by ``higher_is_better``); ``verdict`` says,
         for our rows, whether we beat that peer: win or loss when the 95 %
-        t-interval of the paired (by seed) difference excludes 0, else tie.
+        t-interval of the paired (by seed) difference excludes 0, else tie;
+        unpaired without at least 2 pairs covering every one of our seeds.
         """
         return compute_rows(self._cases, self._values, self._ours, higher_is_better=self.higher_is_better,
                             verdicts=self.verdicts)
@@ -326,7 +362,7 @@ class Table:
         direction = "higher is better" if self.higher_is_better else "lower is better"
         lines = [f"### {self.title}", "", f"{self.metric} ({direction}); mean ± std over seeds; "
                  "ratio = row mean / best peer mean of the case; verdict from the 95 % interval of the "
-                 "paired difference.", "",
+                 "paired difference (unpaired: fewer than 2 pairs, or the peer has fewer seeds).", "",
                  "| case | method | mean | ± std | seeds | ratio to best peer | vs best peer |",
                  "|---|---|---|---|---|---|---|"]
         for r in self.rows():
@@ -373,12 +409,27 @@ def _json_float(x):
 # provenance and saving
 
 
-def _git(*cmd):
+def _git(*cmd, cwd=ROOT):
     try:
-        out = subprocess.run(["git", *cmd], cwd=ROOT, capture_output=True, text=True, timeout=20)
+        out = subprocess.run(["git", *cmd], cwd=cwd, capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() if out.returncode == 0 else None
+
+
+def git_state(root=ROOT):
+    """``(commit, dirty)`` of the source tree at ``root``: ``(None, None)`` outside a git checkout.
+
+    ``dirty`` says whether tracked files of ``sklearn_icml/`` or ``benchmarks/`` differ from the commit
+    (saved results under ``benchmarks/results/`` do not count: a run may follow another not yet committed).
+    """
+    top = _git("rev-parse", "--show-toplevel", cwd=root)
+    commit = _git("rev-parse", "--verify", "HEAD", cwd=root)
+    if not top or not commit or Path(top).resolve() != Path(root).resolve():  # not the checkout of this tree
+        return None, None
+    status = _git("status", "--porcelain", "--untracked-files=no", "--", "sklearn_icml", "benchmarks",
+                  ":(exclude)benchmarks/results", cwd=root)
+    return commit, (bool(status) if status is not None else None)
 
 
 def _cpu_model():
@@ -470,18 +521,20 @@ class _Run:
         self.wall_start = time.perf_counter()
         self.cpu_start = _cpu_seconds()
         self.load_start = _load()
-        commit = _git("rev-parse", "HEAD")
-        dirty = _git("status", "--porcelain", "--untracked-files=no", "--", "sklearn_icml", "benchmarks")
-        self.commit, self.dirty = commit, bool(dirty) if dirty is not None else None
+        self.commit, self.dirty = git_state()
         self.command = " ".join(["python", _relative(sys.argv[0])] + sys.argv[1:]) if sys.argv[0] else None
         self.tables = []
 
     def provenance(self, args):
+        package = _package_dir()
+        if package is not None and not _within(package, ROOT) and self.dirty is False:
+            self.dirty = True  # the library measured is not the tree of the recorded commit
         gpu = _gpu(getattr(args, "device", "cpu"))
         device = "cuda" if gpu else "cpu"
         now = time.time()
         return dict(
             command=self.command, commit=self.commit, dirty=self.dirty, start=_utc(self.start), end=_utc(now),
+            package=None if package is None else (_relative(package) if _within(package, ROOT) else str(package)),
             wall_seconds=round(time.perf_counter() - self.wall_start, 2),
             cpu_seconds=round(_cpu_seconds() - self.cpu_start, 2),
             seeds=list(args.seeds), quick=bool(args.quick),
@@ -490,6 +543,21 @@ class _Run:
                           threads=os.environ.get("OMP_NUM_THREADS")),
             versions=_versions(),
         )
+
+
+def _package_dir():
+    """The folder of the ``sklearn_icml`` the run imported, or None when it did not import it."""
+    module = sys.modules.get("sklearn_icml")
+    path = getattr(module, "__file__", None)
+    return Path(path).resolve().parent if path else None
+
+
+def _within(path, root):
+    try:
+        Path(path).resolve().relative_to(Path(root).resolve())
+    except ValueError:
+        return False
+    return True
 
 
 def _relative(path):
@@ -545,7 +613,7 @@ def run_key(doc):
 
 def as_merged_run(doc):
     """A saved run as an entry of another file's ``merged_runs``."""
-    return dict(key=run_key(doc), provenance=doc["provenance"], tables=doc["tables"],
+    return dict(key=run_key(doc), schema=doc.get("schema", 1), provenance=doc["provenance"], tables=doc["tables"],
                 estimators=doc.get("estimators", []), figures=doc.get("figures", []))
 
 

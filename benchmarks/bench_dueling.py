@@ -248,8 +248,8 @@ def _glm_tables(args, quick):
         for link in ("logistic", "probit"):
             case = f"n={n}, {link} link"
             for seed in args.seeds:
-                X, y, pairs, env = make_glm_duels(n_duels=n + n // 3, n_items=32, n_features=4, link=link,
-                                                  return_env=True, random_state=seed)
+                X, y, _, theta, _ = make_glm_duels(n_duels=n + n // 3, n_items=32, n_features=4, link=link,
+                                                   return_instance=True, random_state=seed)
                 X_tr, y_tr, X_te, y_te = X[:n], y[:n], X[n:], y[n:]
                 for method, est, ours in [
                         (f"PairwiseGLMClassifier(link={link!r})", PairwiseGLMClassifier(link=link), True),
@@ -258,7 +258,7 @@ def _glm_tables(args, quick):
                     start = time.perf_counter()
                     est.fit(X_tr, y_tr)
                     fit_time.add(case, method, time.perf_counter() - start, ours=ours)
-                    err.add(case, method, np.abs(est.coef_[0] - env.theta).max(), ours=ours)
+                    err.add(case, method, np.abs(est.coef_[0] - theta).max(), ours=ours)
                     loss.add(case, method, log_loss(y_te, est.predict_proba(X_te)[:, 1]), ours=ours)
     err.note("The target (0.05 in the inf-norm from 2 10^4 uniform duels) is tested on the hard instance "
              "(tests/bandits/test_glm.py); on this instance the statistical error of any efficient estimate is "

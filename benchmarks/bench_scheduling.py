@@ -89,7 +89,7 @@ def reproduction(args):
     variants = {f"Gumbel released (stage0, paper, B={b})": released, "Gumbel defaults (greedy init)": defaults}
     statuses = {}
     for graph in ("rand_graph_1000_1", "rand_graph_sparse_1000_1"):
-        problem = load_dcs_graph(graph, n_stages=D, mem_weight=MEM_WEIGHT)
+        problem = StageSchedulingProblem.from_dataset(load_dcs_graph(graph, n_stages=D, mem_weight=MEM_WEIGHT))
         case = f"{graph} ({problem.n_nodes} nodes)"
         for seed in args.seeds:
             fitted = _gumbel_rows(table, times, case, problem, seed, args, variants)
@@ -126,7 +126,7 @@ def scale(args):
     greedy_gaps, default_gaps, statuses = [], [], {}
     times = Table("n = 2000: wall time", "seconds", higher_is_better=False, verdicts=False)
     for seed in args.seeds:
-        problem = make_scheduling_dag(2000, n_stages=D, mem_weight=MEM_WEIGHT, random_state=seed)
+        problem = StageSchedulingProblem.from_dataset(make_scheduling_dag(2000, n_stages=D, mem_weight=MEM_WEIGHT, random_state=seed))
         case = "n = 2000"
         fitted = _gumbel_rows(table, times, case, problem, seed, args, variants)
         greedy = GreedyStageScheduler().fit(problem)
@@ -152,7 +152,7 @@ def small(args):
                 "Gumbel defaults (greedy init)": dict(time_limit=limit, device=args.device)}
     times = Table("n = 200: wall time", "seconds", higher_is_better=False, verdicts=False)
     for seed in args.seeds:
-        problem = make_scheduling_dag(200, n_stages=D, mem_weight=MEM_WEIGHT, random_state=seed)
+        problem = StageSchedulingProblem.from_dataset(make_scheduling_dag(200, n_stages=D, mem_weight=MEM_WEIGHT, random_state=seed))
         _gumbel_rows(table, times, "n = 200", problem, seed, args, variants)
         table.add("n = 200", "greedy split", _pct(GreedyStageScheduler().fit(problem).gap_))
         if seed == args.seeds[0]:
@@ -167,7 +167,7 @@ _MEMORY_SCRIPT = """
 import resource, sys, time, torch
 from sklearn_icml.datasets import make_scheduling_dag
 from sklearn_icml.optimize import GumbelScheduler
-problem = make_scheduling_dag({n}, n_stages=10, random_state=0)
+problem = StageSchedulingProblem.from_dataset(make_scheduling_dag({n}, n_stages=10, random_state=0))
 GumbelScheduler(batch_size={b}, max_iter=1, init="stage0", random_state=0).fit(problem)  # warm-up
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 cpu, wall = time.process_time(), time.perf_counter()
@@ -189,10 +189,10 @@ def cost(args):
     from sklearn_icml.optimize._gumbel_sampler import per_node_epoch
 
     table = Table("CPU seconds per epoch (one thread), n = 1000, B = 32", "CPU seconds", higher_is_better=False)
-    problem = make_scheduling_dag(1000, n_stages=D, random_state=0)
+    problem = StageSchedulingProblem.from_dataset(make_scheduling_dag(1000, n_stages=D, random_state=0))
     epochs = 5 if args.quick else 20
     GumbelScheduler(batch_size=32, max_iter=1, random_state=0).fit(problem)  # warm-up: first torch calls
-    per_node_epoch(make_scheduling_dag(50, depth=5, random_state=0), 4, 50.0)
+    per_node_epoch(StageSchedulingProblem.from_dataset(make_scheduling_dag(50, depth=5, random_state=0)), 4, 50.0)
     for seed in args.seeds:
         for constraint in ("paper", "mask"):
             est = GumbelScheduler(batch_size=32, max_iter=epochs, init="stage0", constraint=constraint,
@@ -231,7 +231,7 @@ def gpu(args):
                 f"Gumbel defaults (greedy), B=250, {epochs} epochs": defaults}
     times = Table("GPU rows: wall time", "seconds", higher_is_better=False, verdicts=False)
     for n in sizes:
-        problem = make_scheduling_dag(n, n_stages=D, mem_weight=MEM_WEIGHT, random_state=0)
+        problem = StageSchedulingProblem.from_dataset(make_scheduling_dag(n, n_stages=D, mem_weight=MEM_WEIGHT, random_state=0))
         case = f"n = {n}"
         for seed in args.seeds[:1]:
             _gumbel_rows(table, times, case, problem, seed, args, variants)
@@ -239,7 +239,7 @@ def gpu(args):
         _cpsat(table, case, problem, 0, [limit])
     epoch = Table("Seconds per epoch at n = 10,000, CPU against GPU", "seconds", higher_is_better=False,
                   verdicts=False)
-    problem = make_scheduling_dag(10000, n_stages=D, random_state=0)
+    problem = StageSchedulingProblem.from_dataset(make_scheduling_dag(10000, n_stages=D, random_state=0))
     for device in ("cpu", args.device):
         for b in (16, 250):
             est = GumbelScheduler(batch_size=b, max_iter=3, init="stage0", device=device, random_state=0)
@@ -249,7 +249,7 @@ def gpu(args):
 
 
 def sweep(args):
-    problems = [make_scheduling_dag(200, n_stages=D, mem_weight=MEM_WEIGHT, random_state=s) for s in args.seeds]
+    problems = [StageSchedulingProblem.from_dataset(make_scheduling_dag(200, n_stages=D, mem_weight=MEM_WEIGHT, random_state=s)) for s in args.seeds]
     grid = {"tau": [1.0, 50.0], "learning_rate": [0.1, 1.0], "init": ["stage0", "asap", "greedy"],
             "constraint": ["paper", "mask"]}
     if args.quick:

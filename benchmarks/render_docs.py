@@ -25,11 +25,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bench import (  # noqa: E402
     BAR_OPS,
     CLAIM_OUTCOMES,
-    SCHEMA_VERSION,
+    MIN_PAIRS,
+    SCHEMA_VERSIONS,
+    WORSE_BY,
     _fmt,
     as_merged_run,
     compute_rows,
     run_key,
+    worse_by,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,11 +66,15 @@ def _is_num(x, allow_none=False):
 
 def _validate_provenance(prov, path, where):
     _require(isinstance(prov, dict), path, where, "is missing (every results file carries its provenance)")
-    for key, kind in (("command", str), ("commit", str), ("start", str), ("end", str)):
+    for key, kind in (("command", str), ("start", str), ("end", str)):
         _require(isinstance(prov.get(key), kind), path, f"{where}.{key}", f"must be a {kind.__name__}")
     for key in ("wall_seconds", "cpu_seconds"):
         _require(_is_num(prov.get(key)), path, f"{where}.{key}", "must be a number")
-    _require(isinstance(prov.get("dirty"), bool), path, f"{where}.dirty", "must be true or false")
+    # a run outside a git checkout has no commit and no dirty flag (null); --check refuses it for publishing
+    _require("commit" in prov and (prov["commit"] is None or isinstance(prov["commit"], str)), path,
+             f"{where}.commit", "must be a str (the commit of the run) or null (no git checkout)")
+    _require("dirty" in prov and prov["dirty"] in (True, False, None), path, f"{where}.dirty",
+             "must be true, false or null")
     hw = prov.get("hardware")
     _require(isinstance(hw, dict), path, f"{where}.hardware", "is missing")
     _require(isinstance(hw.get("cpu"), str), path, f"{where}.hardware.cpu", "must be a string")
@@ -124,7 +131,7 @@ def _validate_tables(tables, path, where):
 def validate(doc, path):
     """Raise :class:`ResultsError` naming ``path`` and the field when ``doc`` is not a valid results file."""
     _require(isinstance(doc, dict), path, "(top level)", "must be an object")
-    _require(doc.get("schema") == SCHEMA_VERSION, path, "schema", f"must be {SCHEMA_VERSION}")
+    _require(doc.get("schema") in SCHEMA_VERSIONS, path, "schema", f"must be one of {SCHEMA_VERSIONS}")
     _require(isinstance(doc.get("bench"), str) and doc["bench"], path, "bench", "must be a non-empty string")
     _validate_provenance(doc.get("provenance"), path, "provenance")
     _validate_tables(doc.get("tables"), path, "tables")
@@ -217,9 +224,30 @@ def page_tables(doc):
 _LIST_START = re.compile(r"^([-+*#]|\d+[.)]|[A-Za-z][.)]|\(\d+\))(\s|$)")
 
 
+# The words of the published pages: labels saved by a run (titles, targets, notes, method names) are kept as they
+# were written in the results file, and read on the pages in the words of the documentation ("target", not "bar").
+_HOUSE_WORDS = [
+    (re.compile(r"\bpilot run(s?)\b"), r"preliminary run\1"),
+    (re.compile(r"\bPilot run(s?)\b"), r"Preliminary run\1"),
+    (re.compile(r"\bpilots\b"), "preliminary runs"),
+    (re.compile(r"\bpilot\b"), "preliminary run"),
+    (re.compile(r"\bPilot\b"), "Preliminary run"),
+    (re.compile(r"(?<!error )(?<!progress )\bbars\b(?! chart| plot)"), "targets"),
+    (re.compile(r"(?<!error )(?<!progress )\bbar\b(?! chart| plot)"), "target"),
+    (re.compile(r"\bBar\b(?! chart| plot)"), "Target"),
+]
+
+
+def house_words(text):
+    """``text`` in the words of the documentation (see ``_HOUSE_WORDS``)."""
+    for pattern, repl in _HOUSE_WORDS:
+        text = pattern.sub(repl, text)
+    return text
+
+
 def esc(text):
-    """Text as literal rst: markup characters escaped, no accidental lists."""
-    text = str(text).replace("\\", "\\\\")
+    """Text of a results file as literal rst: in the house words, markup characters escaped, no accidental lists."""
+    text = house_words(str(text)).replace("\\", "\\\\")
     for ch in "*`|_[]<>":
         text = text.replace(ch, "\\" + ch)
     text = " ".join(text.split())
@@ -248,7 +276,10 @@ def _verdict_cell(r):
     if not r["verdict"]:
         return ""
     cell = f"{r['verdict']} vs {esc(r['best_peer'])}"
-    if r["interval"] is not None:
+    if r["verdict"] == "unpaired":
+        cell += (f" (ratio {_fmt(r['ratio'])}; {r['n_pairs']} pair{'s' if r['n_pairs'] != 1 else ''}"
+                 f"{'' if r['n_pairs'] < MIN_PAIRS else ', the peer has fewer seeds'}: no verdict)")
+    elif r["interval"] is not None:
         low, high = r["interval"]
         cell += f" (difference in [{_fmt(low)}, {_fmt(high)}], {r['n_pairs']} pairs)"
     else:
@@ -271,7 +302,7 @@ def _minutes(seconds):
 def provenance_line(prov):
     hw, v = prov["hardware"], prov["versions"]
     load = lambda x: "n/a" if not x else f"{x[0]:g}"  # noqa: E731
-    parts = [f"commit {prov['commit'][:10]}{' with uncommitted changes' if prov['dirty'] else ''}",
+    parts = [commit_text(prov),
              f"{prov['start'][:16].replace('T', ' ')} to {prov['end'][11:16]} UTC",
              f"{_minutes(prov['wall_seconds'])} wall, {_minutes(prov['cpu_seconds'])} CPU",
              f"{hw['cpu']}, {hw['cores']} cores"
@@ -332,11 +363,88 @@ def title_of(bench, bench_dir, doc_dir, *, saved=True):
     return _first_title(_prose(bench, bench_dir, doc_dir)) or bench
 
 
+def _plural(n, word):
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _row_text(title, r, peer_mean):
+    return (f"{title}, {r['case']}: {r['method']} {_fmt(r['mean'])} against {r['best_peer']} {_fmt(peer_mean)} "
+            f"(ratio {_fmt(r['ratio'])})")
+
+
+def found_paragraph(doc):
+    """The page's opening paragraph, from the results only: targets met and missed with their figures, claims,
+    verdict counts, and the rows with the largest gap each way."""
+    tables = page_tables(doc)
+    bars = [b for _, _, parts in tables for _, t, _ in parts for b in t.get("bars", [])]
+    claims = [c for _, _, parts in tables for _, t, _ in parts for c in t.get("claims", [])]
+    verdicts, _, _, outcomes = _summary_counts(doc)
+    sentences = []
+    missed = [b for b in bars if not bar_met(b)]
+    if bars:
+        if not missed:
+            sentences.append(f"{'All ' if len(bars) > 1 else ''}{_plural(len(bars), 'target')} met")
+        else:
+            shown = "; ".join(f"{esc(b['text'])}: {_fmt(_value(b['measured']))}, target {esc(b['op'])} "
+                              f"{_fmt(_value(b['threshold']))}" for b in missed[:2])
+            more = f"; and {len(missed) - 2} more" if len(missed) > 2 else ""
+            sentences.append(f"{len(bars) - len(missed)} of {_plural(len(bars), 'target')} met; missed: {shown}{more}")
+    if claims:
+        sentences.append(f"claims of the paper: {outcomes['yes']} reproduced, {outcomes['partly']} partly, "
+                         f"{outcomes['no']} not")
+    rated = sum(verdicts.values())
+    best_win = worst = None
+    for _, t, parts in tables:
+        higher = t["direction"] == "higher"
+        for _, _, trows in parts:
+            means = {(r["case"], r["method"]): r["mean"] for r in trows if not r["ours"]}
+            for r in trows:
+                if not r["verdict"]:
+                    continue
+                peer_mean = means[(r["case"], r["best_peer"])]
+                if r["verdict"] == "win":
+                    ahead = worse_by(peer_mean, r["mean"], higher_is_better=higher)
+                    if best_win is None or ahead > best_win[0]:
+                        best_win = (ahead, t["title"], r, peer_mean)
+                if r["verdict"] == "loss" or (r["verdict"] == "unpaired" and r["worse"] >= WORSE_BY):
+                    if worst is None or r["worse"] > worst[0]:
+                        worst = (r["worse"], t["title"], r, peer_mean)
+    if rated:
+        wide = sum(1 for _, _, parts in tables for _, _, trows in parts for r in trows
+                   if r["verdict"] == "unpaired" and r["worse"] >= WORSE_BY)
+        counts = (f"our rows against the best peer: {_plural(verdicts['win'], 'win')}, "
+                  f"{_plural(verdicts['tie'], 'tie')}, {verdicts['loss']} loss{'' if verdicts['loss'] == 1 else 'es'}"
+                  f" and {verdicts['unpaired']} unpaired")
+        if verdicts["unpaired"]:
+            counts += f" ({wide} of them at least {WORSE_BY * 100:g} % worse)"
+        sentences.append(counts)
+    text = "**What we found.** " + "; ".join(sentences) + "." if sentences else ""
+    if not sentences:
+        text = "**What we found.** The tables below compare values (no target, no claim, no race)."
+    if best_win:
+        text += f" Largest gap in our favour: {esc(_row_text(best_win[1], best_win[2], best_win[3]))}."
+    if worst:
+        kind = "loss" if worst[2]["verdict"] == "loss" else "unpaired row"
+        text += f" Largest {kind} against us: {esc(_row_text(worst[1], worst[2], worst[3]))}."
+    if missed or worst or any(c["reproduced"] != "yes" for c in claims):
+        text += " Every negative result is on the :doc:`../negative_results` page."
+    return text
+
+
+def _with_found(prose, doc):
+    """The prose with the 'what we found' paragraph right under its title."""
+    for i, ln in enumerate(prose[:-1]):
+        if ln.strip() and not ln.startswith("..") and set(prose[i + 1].strip()) == {"="}:
+            return prose[:i + 2] + ["", found_paragraph(doc), ""] + [x for x in prose[i + 2:]][
+                (1 if len(prose) > i + 2 and not prose[i + 2].strip() else 0):]
+    return ["", found_paragraph(doc), ""] + prose
+
+
 def render_bench(doc, src, bench_dir=BENCH_DIR, doc_dir=DOC_DIR):
     """The page ``doc/benchmarks/<bench>.rst`` of one results file."""
     bench = doc["bench"]
     prov = doc["provenance"]
-    lines = [GENERATED.format(src=src), ""] + _prose(bench, bench_dir, doc_dir)
+    lines = [GENERATED.format(src=src), ""] + _with_found(_prose(bench, bench_dir, doc_dir), doc)
     lines += heading("Run", "-")
     lines += [f"Produced by ``{prov['command']}`` (seeds {', '.join(map(str, prov.get('seeds', []))) or 'n/a'}).",
               "", f"Provenance: {provenance_line(prov)}", ""]
@@ -365,7 +473,8 @@ def render_bench(doc, src, bench_dir=BENCH_DIR, doc_dir=DOC_DIR):
     lines += heading("Tables", "-")
     lines += ["Mean ± standard deviation over seeds; ratio = row mean / mean of the best peer of the case; "
               "verdict (our rows): win or loss only when the 95 % t-interval of the difference to the best peer, "
-              "paired by seed, excludes 0, else tie.", ""]
+              "paired by seed, excludes 0, else tie; unpaired (no verdict, the ratio stands) when fewer than "
+              f"{MIN_PAIRS} seeds pair up or the peer ran on fewer seeds than our row.", ""]
     for label, t, parts in tables:
         lines += [f".. _{label}:", ""] + heading(esc(t["title"]), "~")
         cost = "; ".join(f"{_minutes(tt.get('wall_seconds', 0))} wall, {_minutes(tt.get('cpu_seconds', 0))} CPU"
@@ -424,18 +533,23 @@ def negatives(doc):
                     out.append((label, "claim", f"{c['text']}: reproduced {c['reproduced']} (paper: {c['paper']}; "
                                                 f"here: {_claim_measured(c)}){where}"))
             for r in trows:
-                if r["verdict"] == "loss":
+                unpaired = r["verdict"] == "unpaired" and r["worse"] >= WORSE_BY
+                if r["verdict"] == "loss" or unpaired:
                     peer = next(p for p in trows if p["method"] == r["best_peer"] and p["case"] == r["case"]
                                 and not p["ours"])
-                    out.append((label, "loss", f"{t['title']}, {r['case']}: {r['method']} {_fmt(r['mean'])} "
-                                               f"against {r['best_peer']} {_fmt(peer['mean'])} "
-                                               f"(ratio {_fmt(r['ratio'])}; {t['metric']}, "
-                                               f"{t['direction']} is better){where}"))
+                    pairs = f"; {r['n_pairs']} pair{'s' if r['n_pairs'] != 1 else ''}" if unpaired else ""
+                    out.append((label, "unpaired" if unpaired else "loss",
+                                f"{t['title']}, {r['case']}: {r['method']} {_fmt(r['mean'])} "
+                                f"against {r['best_peer']} {_fmt(peer['mean'])} "
+                                f"(ratio {_fmt(r['ratio'])}{pairs}; {t['metric']}, "
+                                f"{t['direction']} is better){where}"))
     return out
 
 
 _KINDS = (("target", "Targets missed"), ("claim", "Claims not or only partly reproduced (failed replications)"),
-          ("loss", "Rows where our method loses to a peer"))
+          ("loss", "Rows where our method loses to a peer"),
+          ("unpaired", f"Unpaired rows at least {WORSE_BY * 100:g} % worse than the best peer (no paired verdict: "
+                       f"fewer than {MIN_PAIRS} pairs, or the peer ran on fewer seeds)"))
 
 
 def render_negative(docs, waiting, titles):
@@ -446,10 +560,12 @@ def render_negative(docs, waiting, titles):
         "not beat the state of the art, or an existing method that fails where it is assumed to work (a failed",
         "replication), is a result worth publishing, with its variance and its cost. This page collects, from the",
         "saved benchmark results, every target a method missed, every claim of a paper that the benchmark",
-        "reproduced only partly or not at all, and every row where our implementation loses to a peer (a loss",
-        "needs the 95 % interval of the paired difference to exclude 0). Each entry links to its table, which",
-        "gives seeds, spread, cost and hardware. It is generated, like the :doc:`benchmark pages <benchmarks>`;",
-        "nothing is removed by hand.", ""]
+        "reproduced only partly or not at all, every row where our implementation loses to a peer (a loss",
+        "needs the 95 % interval of the paired difference to exclude 0), and every unpaired row (the peer ran",
+        f"on fewer seeds, or fewer than {MIN_PAIRS} seeds pair up, so no interval can be formed) where our mean is",
+        f"at least {WORSE_BY * 100:g} % worse than the best peer's. Each entry links to its table, which gives seeds,",
+        "spread, cost and hardware. It is generated, like the :doc:`benchmark pages <benchmarks>`; nothing is",
+        "removed by hand.", ""]
     if waiting:
         lines += ["Benchmarks whose results are not saved yet (or whose page still waits for its prose to move to",
                   "``doc/benchmarks/_text/``) are not on this page; their hand-written pages list their losses until",
@@ -477,21 +593,34 @@ def _link_text(title):
     return title.replace("<", "(").replace(">", ")")
 
 
+VERDICTS = ("win", "tie", "loss", "unpaired")
+
+
 def _summary_counts(doc):
-    wins = ties = losses = met = missed = 0
+    """({verdict: count}, targets met, targets missed, {claim outcome: count}) of one results file."""
+    verdicts = {v: 0 for v in VERDICTS}
+    met = missed = 0
     claims = {o: 0 for o in CLAIM_OUTCOMES}
     for _, _, parts in page_tables(doc):
         for _, tt, trows in parts:
             for r in trows:
-                wins += r["verdict"] == "win"
-                ties += r["verdict"] == "tie"
-                losses += r["verdict"] == "loss"
+                if r["verdict"]:
+                    verdicts[r["verdict"]] += 1
             for b in tt.get("bars", []):
                 met += bar_met(b)
                 missed += not bar_met(b)
             for c in tt.get("claims", []):
                 claims[c["reproduced"]] += 1
-    return wins, ties, losses, met, missed, claims
+    return verdicts, met, missed, claims
+
+
+def commit_text(prov):
+    """The commit of a run as a reader needs it: the hash, and whether the tree had uncommitted changes."""
+    if not prov.get("commit"):
+        return "no commit recorded (run outside a git checkout)"
+    if prov.get("dirty"):
+        return f"commit {prov['commit'][:10]}, run from a working tree with uncommitted changes"
+    return f"commit {prov['commit'][:10]}"
 
 
 def render_summary(docs, benches, titles, hand_written, pending=()):
@@ -502,43 +631,147 @@ def render_summary(docs, benches, titles, hand_written, pending=()):
         "seeds, and saves every value with its seed, the targets and the paper's claims it checks, and the",
         "provenance of the run to ``benchmarks/results/<method>.json``; the pages below are generated from those",
         "files. A verdict is a win or a loss only when the 95 % interval of the paired (by seed) difference to the",
-        "best peer excludes 0, else a tie. Rows where we lose stay in, and the :doc:`negative_results` page",
-        "collects them with every missed target and every claim not reproduced. The rules are in",
-        "``benchmarks/README.md``. Paper codes (``S1`` ...) are keyed in the :ref:`methods table <methods_table>`.",
+        "best peer excludes 0, else a tie; a row is unpaired (no verdict, its ratio to the best peer stands) when",
+        f"fewer than {MIN_PAIRS} seeds pair up or the peer ran on fewer seeds than our row. Rows where we lose stay",
+        "in, and the :doc:`negative_results` page collects them with every unpaired row at least",
+        f"{WORSE_BY * 100:g} % worse than the best peer, every missed target and every claim not reproduced. The",
+        "rules are in ``benchmarks/README.md``. Paper codes (``S1`` ...) are keyed in the",
+        ":ref:`methods table <methods_table>`.",
         ""]
-    lines += heading("Summary", "-")
-    rows = []
+    lines += heading("Results", "-")
+    lines += ["Counts over every row of our methods in the benchmark's tables (a benchmark races several variants",
+              "of our method on several cases, so counts run higher than the number of methods).", ""]
+    results, run_rows = [], []
     for bench in benches:
         link = (f":doc:`{_link_text(titles[bench])} <benchmarks/{bench}>`" if bench in titles
                 else f"``{bench}``")
         if bench in pending:
-            rows.append([link, f"saved, page awaiting its prose ``doc/benchmarks/_text/{bench}.rst``", "", "", "", "",
-                         "", "", ""])
+            results.append([link, f"saved, page awaiting its prose ``doc/benchmarks/_text/{bench}.rst``", "", ""])
             continue
         if bench not in docs:
-            rows.append([link, "not yet saved", "", "", "", "", "", "", ""])
+            results.append([link, "not yet saved", "", ""])
             continue
         doc = docs[bench]
         prov = doc["provenance"]
-        wins, ties, losses, met, missed, claims = _summary_counts(doc)
+        verdicts, met, missed, claims = _summary_counts(doc)
+        results.append([link, " / ".join(str(verdicts[v]) for v in VERDICTS), f"{met} / {missed}",
+                        f"{claims['yes']} / {claims['partly']} / {claims['no']}"])
         hardware = "; ".join(esc(hardware_label(run)) for run in runs(doc))
-        rows.append([link, ", ".join(f"``{e}``" for e in doc.get("estimators", [])) or "--",
-                     ", ".join(map(str, prov.get("seeds", []))) or "n/a", hardware,
-                     f"{_minutes(prov['wall_seconds'])} wall, {_minutes(prov['cpu_seconds'])} CPU",
-                     f"{wins} / {ties} / {losses}", f"{met} / {missed}",
-                     f"{claims['yes']} / {claims['partly']} / {claims['no']}",
-                     f"{prov['start'][:10]}, {prov['commit'][:10]}{' (dirty)' if prov['dirty'] else ''}"])
-    lines += list_table(["benchmark", "estimators", "seeds", "hardware", "run cost", "wins / ties / losses",
-                         "targets met / missed", "claims reproduced / partly / not", "run"], rows,
-                        widths=[14, 18, 6, 10, 10, 10, 8, 10, 14])
+        run_rows.append([f":doc:`{bench} <benchmarks/{bench}>`", ", ".join(map(str, prov.get("seeds", []))) or "n/a",
+                         hardware, f"{_minutes(prov['wall_seconds'])} wall, {_minutes(prov['cpu_seconds'])} CPU",
+                         f"{prov['start'][:10]}, {esc(commit_text(prov))}"])
+    lines += list_table(["benchmark", "wins / ties / losses / unpaired", "targets met / missed",
+                         "claims reproduced / partly / not"], results, widths=[46, 20, 14, 20])
     waiting = [b for b in benches if b not in docs and b not in pending]
     if waiting:
         lines += ["Not yet saved: " + ", ".join(f"``{b}``" for b in waiting) + ". Their pages, where they exist, "
-                  "are written by hand from an earlier run (their tables are not checked against saved results) "
-                  "until the benchmark is re-run.", ""]
+                  "are written by hand (their tables are not checked against saved results) until the benchmark "
+                  "is run and saved.", ""]
+    lines += heading("Runs", "-")
+    lines += ["Seeds, hardware, cost and commit of each saved run; each page gives the full provenance and the",
+              "estimators measured.", ""]
+    lines += list_table(["benchmark", "seeds", "hardware", "run cost", "run"], run_rows, widths=[18, 12, 18, 18, 34])
     lines += heading("Pages", "-")
     lines += [".. toctree::", "   :maxdepth: 1", "   :glob:", "", "   benchmarks/*", "   negative_results", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+# --------------------------------------------------------------------------------------------------
+# the start page's methods table
+
+METHODS = Path("benchmarks") / "_text" / "methods.toml"
+INDEX_BEGIN = (".. The methods table below is generated by benchmarks/render_docs.py from "
+               "doc/benchmarks/_text/methods.toml and benchmarks/results/*.json; edit those and re-render.")
+INDEX_END = ".. End of the generated methods table."
+
+
+def _figure(spec, paper, name, docs, path):
+    """The value of one figure of a headline (see the header of methods.toml)."""
+    where = f"{path}: {paper['code']}, figure {name!r}"
+    kind = spec.get("kind")
+    if kind == "count":
+        total = 0
+        for doc in docs.values():
+            verdicts, _, missed, claims = _summary_counts(doc)
+            what = spec.get("what")
+            if what in ("loss", "unpaired"):
+                total += verdicts[what]
+            elif what == "missed":
+                total += missed
+            elif what == "partly/not":
+                total += claims["partly"] + claims["no"]
+            else:
+                raise ResultsError(f"{where}: 'what' must be loss, unpaired, missed or partly/not")
+        return total
+    bench = paper.get("bench")
+    if bench not in docs:
+        raise ResultsError(f"{where}: no saved results benchmarks/results/{bench}.json")
+    doc = docs[bench]
+    if kind == "seeds":
+        return len(doc["provenance"].get("seeds", []))
+    tables = page_tables(doc)
+    if kind in ("target", "threshold"):
+        found = [b for _, _, parts in tables for _, t, _ in parts for b in t.get("bars", [])
+                 if b["text"].startswith(spec["text"])]
+        values = [_value(b["measured"] if kind == "target" else b["threshold"]) for b in found]
+    elif kind in ("mean", "ratio"):
+        found = [r for _, t, parts in tables for _, _, trows in parts for r in trows
+                 if t["title"].startswith(spec["table"]) and (r["case"], r["method"]) == (spec["case"], spec["method"])]
+        values = [math.nan if r[kind] is None else r[kind] for r in found]
+    else:
+        raise ResultsError(f"{where}: kind must be target, threshold, mean, ratio, seeds or count, not {kind!r}")
+    if "index" in spec:
+        values = values[spec["index"]:spec["index"] + 1]
+    if len(values) != 1:
+        raise ResultsError(f"{where}: {len(values)} values of {bench}.json match {spec} (one is needed: give "
+                           f"a longer text or an index)")
+    return values[0] * spec.get("scale", 1)
+
+
+def _api_link(name):
+    family, _, obj = name.rpartition(".")
+    role = "class" if obj[:1].isupper() else "func"
+    return f":{role}:`~sklearn_icml.{family}.{obj}`"
+
+
+def methods_rows(docs, doc_dir=DOC_DIR):
+    """The rows of the methods table: [code, paper, family, public names, headline, status]."""
+    import tomllib
+
+    path = Path(doc_dir) / METHODS
+    try:
+        papers = tomllib.loads(path.read_text(encoding="utf-8"))["paper"]
+    except (OSError, KeyError, ValueError) as exc:
+        raise ResultsError(f"{path}: cannot read the list of papers ({exc})") from None
+    rows = []
+    for paper in papers:
+        values = {name: _figure(spec, paper, name, docs, path) for name, spec in paper.get("figures", {}).items()}
+        try:
+            headline = paper["headline"].format(**values)
+        except (KeyError, ValueError, IndexError) as exc:
+            raise ResultsError(f"{path}: {paper.get('code')}: headline {exc!r}") from None
+        if paper.get("bench"):
+            headline += f" (:doc:`benchmarks/{paper['bench']}`)"
+        names = ", ".join(_api_link(n) for n in paper.get("names", []))
+        if paper.get("more"):
+            names = f"{names}; {paper['more']}" if names else paper["more"]
+        family = ", ".join(f"``{f}``" for f in paper.get("family", [])) or "(all)"
+        rows.append([paper["code"], paper["title"], family, names, headline, paper["status"]])
+    return rows
+
+
+def render_index(docs, doc_dir=DOC_DIR):
+    """doc/index.rst with its methods table generated between the two marker comments."""
+    path = Path(doc_dir) / "index.rst"
+    text = path.read_text(encoding="utf-8")
+    if INDEX_BEGIN not in text or INDEX_END not in text:
+        raise ResultsError(f"{path}: the marker comments of the generated methods table are missing ({INDEX_BEGIN!r} "
+                           f"... {INDEX_END!r})")
+    head, rest = text.split(INDEX_BEGIN, 1)
+    _, tail = rest.split(INDEX_END, 1)
+    table = list_table(["code", "paper (ICML 2024)", "family", "public names", "headline result", "status"],
+                       methods_rows(docs, doc_dir), widths=[4, 20, 10, 30, 30, 6])
+    return head + INDEX_BEGIN + "\n\n" + "\n".join(table) + "\n" + INDEX_END + tail
 
 
 def bench_scripts(bench_dir=BENCH_DIR):
@@ -581,6 +814,25 @@ def collect(results_dir=RESULTS_DIR):
     return out
 
 
+def unreproducible(saved):
+    """The saved runs that cannot be published: schema 2 (new) runs without a commit or with uncommitted
+    changes. Returns ``[(file name, where, reason)]``; schema 1 runs (older) are rendered as they are."""
+    out = []
+    for _, (doc, name) in sorted(saved.items()):
+        entries = [("provenance", doc.get("schema", 1), doc["provenance"])]
+        entries += [(f"merged_runs[{i}] ({m['key']})", m.get("schema", 1), m["provenance"])
+                    for i, m in enumerate(doc.get("merged_runs", []))]
+        for where, schema, prov in entries:
+            if schema < 2:
+                continue
+            if not prov.get("commit"):
+                out.append((name, where, "run outside a git checkout (no commit recorded)"))
+            elif prov.get("dirty") is not False:
+                out.append((name, where, f"run from a working tree with uncommitted changes to commit "
+                                         f"{prov['commit'][:10]}"))
+    return out
+
+
 def render_all(results_dir=RESULTS_DIR, bench_dir=BENCH_DIR, doc_dir=DOC_DIR):
     """Every generated page as {path relative to ``doc_dir``: text}."""
     results_dir, bench_dir, doc_dir = Path(results_dir), Path(bench_dir), Path(doc_dir)
@@ -596,6 +848,8 @@ def render_all(results_dir=RESULTS_DIR, bench_dir=BENCH_DIR, doc_dir=DOC_DIR):
     pages["benchmarks.rst"] = render_summary(docs, benches, titles, hand_written, pending)
     waiting = [b for b in benches if b not in docs]
     pages["negative_results.rst"] = render_negative(docs, waiting, titles)
+    if (doc_dir / METHODS).exists() and (doc_dir / "index.rst").exists():
+        pages["index.rst"] = render_index(docs, doc_dir)
     return pages
 
 
@@ -645,7 +899,12 @@ def main(argv=None):
         print(f"render_docs: {exc}", file=sys.stderr)
         return 2
     doc_dir = Path(args.doc_dir)
-    pending = sorted(awaiting_prose(collect(args.results_dir), doc_dir))
+    saved = collect(args.results_dir)
+    pending = sorted(awaiting_prose(saved, doc_dir))
+    refused = unreproducible(saved)
+    for name, where, reason in refused:
+        print(f"benchmarks/results/{name}: {where}: {reason}; commit the code, then re-run the benchmark from the "
+              f"clean tree", file=sys.stderr)
     for bench in pending:
         print(f"benchmarks/results/{bench}.json is saved but doc/benchmarks/{bench}.rst is written by hand: move its "
               f"prose (no tables, no figures) to doc/benchmarks/_text/{bench}.rst, then render", file=sys.stderr)
@@ -659,12 +918,12 @@ def main(argv=None):
             print(f"doc/{rel} differs from the results; run python benchmarks/render_docs.py", file=sys.stderr)
         for rel in orphans:
             print(f"doc/{rel} is generated but its results file is gone", file=sys.stderr)
-        return 1 if stale or orphans or pending else 0
+        return 1 if stale or orphans or pending or refused else 0
     for rel in stale:
         (doc_dir / rel).parent.mkdir(parents=True, exist_ok=True)
         (doc_dir / rel).write_text(pages[rel], encoding="utf-8")
         print(f"wrote doc/{rel}")
-    return 1 if pending else 0
+    return 1 if pending or refused else 0
 
 
 if __name__ == "__main__":

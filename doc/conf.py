@@ -29,8 +29,19 @@ exclude_patterns = ["_build", "generated/backreferences", "sg_execution_times.rs
                     "auto_examples/**/*.ipynb", "benchmarks/_text"]
 html_theme = "pydata_sphinx_theme"
 html_title = f"sklearn-icml {release}"
-html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2}
-html_static_path = []
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+    # the benchmark pages (benchmarks, benchmarks/*) and negative_results give the width of the page's
+    # table of contents to their tables; patterns must not overlap (the theme warns)
+    "secondary_sidebar_items": {"[!bn]**": ["page-toc", "sourcelink"], "n[!e]**": ["page-toc", "sourcelink"]},
+}
+html_static_path = ["_static"]
+html_css_files = ["sklearn_icml.css"]
+# MathJax served from the built docs (doc/_static/mathjax, MathJax 3.2.2, Apache-2.0): math renders
+# offline. The SVG output embeds its glyphs and the -full build holds every TeX extension, so
+# nothing is fetched at view time.
+mathjax_path = "mathjax/tex-svg-full.js"
 
 autosummary_generate = True
 autodoc_default_options = {"members": True, "inherited-members": True}

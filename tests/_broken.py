@@ -9,7 +9,7 @@ from sklearn.base import clone
 
 from sklearn_icml.utils._torch import resolve_device
 
-from ._reference import ReferenceTorchClassifier
+from ._reference import ReferenceTextRegressor, ReferenceTorchClassifier
 
 
 class OverwritesParams(ReferenceTorchClassifier):
@@ -148,3 +148,24 @@ class DropsFeatureNames(ReferenceTorchClassifier):
 
     def fit(self, X, y):
         return super().fit(np.asarray(X), y)
+
+
+class FitReturnsNothing(ReferenceTextRegressor):
+    """Texts in: ``fit`` forgets to return ``self``."""
+
+    def fit(self, X, y):
+        super().fit(X, y)
+
+
+class PredictsBeforeFit(ReferenceTextRegressor):
+    """Texts in: ``predict`` runs before ``fit`` with default weights."""
+
+    def predict(self, X):
+        return self._features(X) @ getattr(self, "coef_", np.zeros(2))
+
+
+class UnseededFit(ReferenceTextRegressor):
+    """Texts in: the jitter ignores ``random_state``."""
+
+    def _jitter(self):
+        return np.random.default_rng().normal(scale=1e-3, size=2)

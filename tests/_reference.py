@@ -13,6 +13,7 @@ from sklearn.base import (
     BaseEstimator,
     ClassifierMixin,
     ClassNamePrefixFeaturesOutMixin,
+    RegressorMixin,
     TransformerMixin,
 )
 from sklearn.utils import check_random_state
@@ -275,4 +276,66 @@ class ReferenceProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
+
+
+class ReferenceTextRegressor(RegressorMixin, BaseEstimator):
+    """Ridge regression on two counts of each text: an estimator whose input is not a feature matrix (test fixture).
+
+    ``X`` is a 1-D sequence of strings, declared with scikit-learn's input tags
+    (``one_d_array``, ``string``, not ``two_d_array``), so the harness runs
+    scikit-learn's API checks and the house contract checks on texts. A small
+    seeded jitter of the coefficients makes determinism under ``random_state``
+    something the checks can see.
+
+    Parameters
+    ----------
+    alpha : float, default=1.0
+        Ridge penalty.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the jitter.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (2,)
+        Weights of the length and of the number of spaces.
+    """
+
+    _parameter_constraints = {
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, alpha=1.0, random_state=None):
+        self.alpha = alpha
+        self.random_state = random_state
+
+    def _features(self, X):
+        if isinstance(X, str):
+            raise TypeError(f"{type(self).__name__}: X must be a 1-D sequence of strings, not one string.")
+        X = np.asarray(X, dtype=object)
+        if X.ndim != 1 or X.size == 0 or not all(isinstance(t, str) for t in X):
+            raise ValueError(f"{type(self).__name__}: X must be a non-empty 1-D sequence of strings.")
+        return np.array([[len(t), t.count(" ")] for t in X], dtype=np.float64)
+
+    def _jitter(self):
+        return check_random_state(self.random_state).normal(scale=1e-3, size=2)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the ridge weights on the texts' counts."""
+        F, y = self._features(X), np.asarray(y, dtype=np.float64)
+        self.coef_ = np.linalg.solve(F.T @ F + self.alpha * np.eye(2), F.T @ y) + self._jitter()
+        return self
+
+    def predict(self, X):
+        """Predicted targets of the texts."""
+        check_is_fitted(self)
+        return self._features(X) @ self.coef_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.one_d_array = True
+        tags.input_tags.string = True
         return tags

@@ -15,10 +15,12 @@ The second table holds the cases of public functions and non-tabular methods,
 each with its expected outcome.
 """
 
+import copy
 import re
 import warnings
 from numbers import Real
 
+import joblib
 import numpy as np
 import pytest
 from sklearn.base import clone
@@ -42,7 +44,9 @@ NON_TABULAR = {
 
 #: Known open defects of estimators owned by other families: (estimator, case) -> what goes wrong. Each runs as a
 #: strict xfail, so the entry has to go once the estimator is fixed.
-KNOWN_DEFECTS = {}
+KNOWN_DEFECTS = {
+    ("GumbelScheduler", "learning_rate=1e+300"): "the step overflows torch's float32 in AdamW (a RuntimeError)",
+}
 
 _OUTPUT_METHODS = ("predict", "predict_proba", "decision_function", "transform", "score_samples")
 _CLEAR_WORDS = r"nan|inf|finite|empty|sample|feature|column|shape|large|overflow|class|at least|must"
@@ -65,6 +69,19 @@ def _estimators():
 
 
 ESTIMATORS = _estimators()
+
+
+def _own_input_estimators():
+    """The estimators of NON_TABULAR with their own kind of demo data (battles, sequences, DAGs, texts)."""
+    out = []
+    for name, cls in harness_classes():
+        if name in NON_TABULAR:
+            est = make_instance(cls)
+            out.append((name, est, *fit_data(est)))
+    return out
+
+
+OWN_INPUT = _own_input_estimators()
 
 
 def _spoiled(X, y):
@@ -98,11 +115,20 @@ def _cases():
         for case in _spoiled(X, y):
             marks = ()
             if (name, case) in KNOWN_DEFECTS:
-                marks = pytest.mark.xfail(strict=True, reason=KNOWN_DEFECTS[(name, case)])
+                marks = pytest.mark.xfail(strict=True, raises=AssertionError, reason=KNOWN_DEFECTS[(name, case)])
             params.append(pytest.param(name, case, None, id=f"{name}-{case}", marks=marks))
         for p in _real_params(est):
             for value in (np.inf, -np.inf, np.nan, 1e300, -1e300):
                 params.append(pytest.param(name, f"{p}={value}", (p, value), id=f"{name}-{p}={value}"))
+    # the parameter cases apply to every estimator, whatever its input: those of NON_TABULAR on their own data
+    for name, est, _, _ in OWN_INPUT:
+        for p in _real_params(est):
+            for value in (np.inf, -np.inf, np.nan, 1e300, -1e300):
+                case = f"{p}={value}"
+                marks = ()
+                if (name, case) in KNOWN_DEFECTS:
+                    marks = pytest.mark.xfail(strict=True, raises=AssertionError, reason=KNOWN_DEFECTS[(name, case)])
+                params.append(pytest.param(name, case, (p, value), id=f"{name}-{case}", marks=marks))
     return params
 
 
@@ -114,6 +140,13 @@ def _outputs_finite(est, X):
                 assert np.all(np.isfinite(out)), f"{type(est).__name__}.{method} returned non-finite values"
 
 
+def _same_data(a, b):
+    """Arrays compare by value (NaN equal to NaN); other inputs (a DAG object, a list of texts) by their pickle."""
+    if isinstance(a, np.ndarray):
+        return a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+    return joblib.hash(a) == joblib.hash(b)
+
+
 def _assert_clear(exc, name, extra=()):
     message = str(exc)
     assert isinstance(exc, (ValueError, TypeError)), f"{name}: {type(exc).__name__}: {message}"
@@ -123,14 +156,14 @@ def _assert_clear(exc, name, extra=()):
 
 @pytest.mark.parametrize("name, case, param", _cases())
 def test_estimator_bad_input_gets_a_clear_error_or_a_finite_result(name, case, param):
-    _, est, X, y = next(row for row in ESTIMATORS if row[0] == name)
+    _, est, X, y = next(row for row in ESTIMATORS + OWN_INPUT if row[0] == name)
     est = clone(est)
     if param is not None:
         est.set_params(**{param[0]: param[1]})
         X_fit, y_fit, X_pred = X, y, None
     else:
         X_fit, y_fit, X_pred = _spoiled(X, y)[case]
-    X_fit_before = X_fit.copy()
+    X_fit_before = copy.deepcopy(X_fit)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")  # warnings are allowed, except numpy's overflow on the way to a result
         try:
@@ -162,7 +195,7 @@ def test_estimator_bad_input_gets_a_clear_error_or_a_finite_result(name, case, p
             overflow = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)
                         and re.search("overflow|invalid value", str(w.message))]
             assert not overflow, f"{name} returned a result after numpy warned: {overflow[:2]}"
-    np.testing.assert_array_equal(X_fit, X_fit_before)  # the caller's data are never modified
+    assert _same_data(X_fit, X_fit_before), f"{name} modified the caller's data"
 
 
 def test_the_tables_name_existing_estimators():
@@ -173,6 +206,7 @@ def test_the_tables_name_existing_estimators():
     tabular = {row[0] for row in ESTIMATORS}
     assert not tabular & set(NON_TABULAR)
     assert len(tabular) >= 15  # the generic table covers most of the collection
+    assert {row[0] for row in OWN_INPUT} == set(NON_TABULAR)  # the others join it with their own data
 
 
 # ---- second table: public functions and non-tabular methods -------------------------------------------------
@@ -293,6 +327,8 @@ def _cases_table():
         ("ActivePairSampler NaN id", lambda: _sampler_fit(np.nan), err, ValueError, "competitor ids"),
         ("ActivePairSampler None item", lambda: ActivePairSampler(items=["a", None]).fit(), err, ValueError,
          "competitor ids"),
+        ("ActivePairSampler prior=1e300", lambda: ActivePairSampler(prior=1e300).fit(*_battles()), err, ValueError,
+         "'prior'"),
         ("ActivePairSampler.sample before fit", lambda: ActivePairSampler().sample(), err, NotFittedError,
          "not fitted"),
         ("RaterAnomalyDetector.test before fit", lambda: _anomaly(fit=False), err, NotFittedError, "not fitted"),
@@ -382,3 +418,224 @@ def test_table_sizes():
     """The two tables: about a thousand generic cases and every case of the second table."""
     assert len(_cases()) >= 300
     assert len(TABLE) >= 50
+
+
+# ---- third table: bad inputs by kind, thrown at every function and method that takes that kind ---------------
+def _languages():
+    from sklearn_icml.datasets import make_regular_languages
+
+    d = make_regular_languages(6, max_len=32, random_state=0)
+    return d.sequences, d.valid_next, int(d.separator)
+
+
+def _language_models():
+    from sklearn_icml.language import InContextNGram, NGramTransformerLM
+
+    return [InContextNGram(), NGramTransformerLM(d_model=16, n_layers=1, n_heads=2, max_iter=1, random_state=0)]
+
+
+def _language_functions(X, valid, sep):
+    from sklearn_icml.language import dfa_accuracy, model_agreement, next_token_tvd
+
+    proba = np.full(valid.shape, 1.0 / valid.shape[2])
+    return {
+        "dfa_accuracy": lambda X=X, valid=valid: dfa_accuracy(X, valid, proba, separator=sep),
+        "next_token_tvd": lambda X=X, valid=valid: next_token_tvd(X, valid, proba, separator=sep),
+        "model_agreement": lambda X=X, valid=valid: model_agreement(proba, proba, X, separator=sep),
+    }
+
+
+#: label -> (the id, how the message writes it)
+_BAD_TOKEN_IDS = {"1e300": (1e300, "1e+300"), "1e19": (1e19, "1e+19"), "2**40": (2**40, "1099511627776"),
+                  "-5": (-5, "-5")}
+
+
+@pytest.mark.parametrize("value", list(_BAD_TOKEN_IDS), ids=list(_BAD_TOKEN_IDS))
+def test_token_sequences_with_an_impossible_id_are_refused_by_every_taker(value):
+    """Ids too large for any vocabulary, or negative, are named as such (not wrapped around to a negative int)."""
+    X, valid, sep = _languages()
+    token, written = _BAD_TOKEN_IDS[value]
+    bad = X.astype(np.float64) if isinstance(token, float) else X.astype(np.int64)
+    bad[0, 0] = token
+    word = "negative" if token < 0 else "too large"
+    for est in _language_models():
+        with pytest.raises(ValueError, match=word) as info:
+            clone(est).fit(bad)
+        assert written in str(info.value)  # the id as given, not wrapped around
+        fitted = clone(est).fit(X)
+        with pytest.raises(ValueError, match=word):
+            fitted.predict_proba(bad)
+    for call in _language_functions(bad, valid, sep).values():
+        with pytest.raises(ValueError, match=word):
+            call()
+
+
+def test_a_mask_that_is_not_boolean_is_refused():
+    """NaN (or 0.5) in ``valid_next`` is not a mask: scoring it would count NaN as allowed."""
+    X, valid, sep = _languages()
+    for spoil in (np.nan, 0.5):
+        bad = valid.astype(np.float64)
+        bad[0, 0, 0] = spoil
+        for est in _language_models():
+            fitted = clone(est).fit(X)
+            with pytest.raises(ValueError, match="boolean mask"):
+                fitted.score(X, bad)
+        for name in ("dfa_accuracy", "next_token_tvd"):
+            with pytest.raises(ValueError, match="boolean mask"):
+                _language_functions(X, bad, sep)[name]()
+
+
+@pytest.mark.parametrize("batch_size", [0, -1, 1.5, True])
+def test_predict_batch_sizes_are_checked(batch_size):
+    X, _, _ = _languages()
+    model = _language_models()[1].fit(X)
+    with pytest.raises(ValueError, match="batch_size"):
+        model.predict_proba(X, batch_size=batch_size)
+
+
+def test_dropout_is_seeded_by_random_state():
+    """Two fits with dropout and the same random_state are equal; another random_state gives another model."""
+    from sklearn_icml.language import NGramTransformerLM
+
+    X, _, _ = _languages()
+    fit = lambda rs: NGramTransformerLM(d_model=16, n_layers=1, n_heads=2, max_iter=2, dropout=0.5,  # noqa: E731
+                                        random_state=rs).fit(X).predict_proba(X)
+    first = fit(0)
+    np.testing.assert_array_equal(first, fit(0))
+    assert not np.array_equal(first, fit(1))
+
+
+def _fitted_scaling():
+    from sklearn_icml.scaling import AdaptiveShapeScheduler, ScalingLawRegressor
+
+    from ._params import fit_data, make_instance
+
+    out = []
+    for cls in (ScalingLawRegressor, AdaptiveShapeScheduler):
+        est = make_instance(cls)
+        out.append(est.fit(*fit_data(est)))
+    return out
+
+
+def test_loss_levels_must_be_numbers_everywhere():
+    """Every public method of the scaling family that takes a loss level refuses NaN instead of returning inf."""
+    law, scheduler = _fitted_scaling()
+    calls = {
+        "ScalingLawRegressor.compute_to_reach": lambda v: law.compute_to_reach(v),
+        "ScalingLawRegressor.marginal_compute": lambda v: law.marginal_compute(v),
+        "AdaptiveShapeScheduler.static_compute": lambda v: scheduler.static_compute(v),
+        "AdaptiveShapeScheduler.schedule": lambda v: scheduler.schedule(v),
+        "AdaptiveShapeScheduler.predicted_compute": lambda v: scheduler.predicted_compute(v),
+        "AdaptiveShapeScheduler.savings": lambda v: scheduler.savings(v),
+    }
+    for label, call in calls.items():
+        with pytest.raises(ValueError, match="NaN|target_loss") as info:
+            call(np.nan)
+        assert label.split(".")[0] in str(info.value)
+        with pytest.raises((ValueError, TypeError)):
+            call("low")
+
+
+def _torch_net(width=3):
+    import torch
+
+    return torch.nn.Sequential(torch.nn.Linear(width, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2)).eval()
+
+
+def _attribution_functions():
+    from sklearn_icml import inspection
+
+    return {name: getattr(inspection, name) for name in (
+        "saliency", "input_x_gradient", "integrated_gradients", "smoothgrad", "vargrad", "gradient_shap",
+        "feature_ablation", "kernel_shap")}
+
+
+@pytest.mark.parametrize("name", list(_attribution_functions()))
+def test_torch_models_given_the_wrong_width_get_a_clear_error(name):
+    X = np.random.RandomState(0).randn(4, 5)
+    with pytest.raises(ValueError, match="5 features"):
+        _attribution_functions()[name](_torch_net(3), X)
+
+
+@pytest.mark.parametrize("kind", ["lora", "dora"])
+def test_adapter_layers_check_width_and_scaling(kind):
+    import torch
+
+    layer = _adapter(kind)
+    assert layer(torch.ones(2, 3)).shape == (2, 2)
+    with pytest.raises(ValueError, match="5 features"):
+        layer(torch.ones(2, 5))
+    with pytest.raises(ValueError, match="alpha"):
+        _adapter(kind, alpha=1e300)
+    # the largest scaling that float32 holds is accepted and keeps the output finite at initialisation
+    assert torch.isfinite(_adapter(kind, alpha=1e30)(torch.ones(2, 3))).all()
+
+
+def test_regular_expressions_are_checked():
+    from sklearn_icml.finetune import apply_adapters
+
+    with pytest.raises(ValueError, match="regular expression"):
+        apply_adapters(_torch_net(), target_modules="[")
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e300])
+def test_magnitude_direction_shift_is_scale_equivariant(scale):
+    """Shifts of weights scaled by s are s times the shifts (magnitude) and the same (direction): no overflow."""
+    rng = np.random.RandomState(0)
+    W0, W = rng.randn(4, 3), rng.randn(4, 3)
+    dm, dd = _shift(W0, W)
+    dm_s, dd_s = _shift(W0 * scale, W * scale)
+    np.testing.assert_allclose(dm_s, dm * scale, rtol=1e-12)
+    np.testing.assert_allclose(dd_s, dd, rtol=1e-12, atol=1e-15)
+
+
+def test_overflowing_metrics_say_so():
+    from sklearn_icml.inspection import avg_sensitivity, infidelity, max_sensitivity
+
+    f = lambda Z: Z @ np.array([1.0, 2.0, 3.0])  # noqa: E731
+    with pytest.raises(ValueError, match="overflows"):
+        infidelity(f, np.full((2, 3), 1e300), np.full((2, 3), 1e300), random_state=0)
+    nan_explainer = lambda Z: np.full_like(Z, np.nan)  # noqa: E731
+    for metric in (avg_sensitivity, max_sensitivity):
+        with pytest.raises(ValueError, match="non-finite"):
+            metric(nan_explainer, np.ones((2, 3)), random_state=0)
+
+
+def test_rater_anomaly_test_on_no_votes_warns():
+    with pytest.warns(UserWarning, match="no votes"):
+        report = _anomaly(np.empty((0, 2), object), np.array([], object), np.array([]))
+    assert len(report) == 0
+
+
+
+def test_rows_at_any_scale_are_unit_vectors_after_bonding():
+    """Space bonds normalise rows: inputs scaled by 1e-300 (whose squares underflow) still give unit rows."""
+    from sklearn_icml.multimodal import SpaceBond
+
+    from ._params import fit_data, make_instance
+
+    bond = make_instance(SpaceBond)
+    X, _ = fit_data(bond)
+    for scale in (1.0, 1e-300):
+        out = clone(bond).fit(X * scale).transform(X * scale)
+        np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, rtol=1e-12)
+
+
+@pytest.mark.parametrize("widths", [[4.5, 3.5], [0, 8], ["4", "4"], [True, 7]])
+def test_block_widths_must_be_whole_numbers_of_columns(widths):
+    from sklearn_icml.multimodal import FreeBind, SpaceBond
+
+    X = np.random.RandomState(0).rand(20, 12)
+    with pytest.raises(ValueError, match="expert_widths"):
+        FreeBind([("a", SpaceBond()), ("b", SpaceBond())], expert_widths=widths).fit(X)
+
+
+@pytest.mark.parametrize("alphas", [[], [0.0], [np.nan], [-1.0], ["a"]])
+def test_penalty_grids_must_be_positive_and_finite(alphas):
+    from sklearn_icml.cross_domain import AutoLinear
+
+    from ._params import fit_data, make_instance
+
+    est = make_instance(AutoLinear).set_params(bridge_alphas=alphas)
+    with pytest.raises(ValueError, match="bridge_alphas"):
+        est.fit(*fit_data(est))

@@ -8,9 +8,12 @@ import importlib.util
 import json
 import math
 import os
+import re
 import shutil
+import subprocess
 import time
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -36,10 +39,18 @@ RESULTS = sorted(p for p in RESULTS_DIR.glob("*.json") if not p.name.endswith(".
 # ---------------------------------------------------------------------------------------------- fixtures
 
 
-def _fixture_run(results_dir, *, name="fixture", seeds=4, shift=0.0):
-    """A small results file written through the benchmark helper itself (no benchmark runs)."""
-    args = bench.bench_args("Fixture benchmark: a tiny race.", ["--results-dir", str(results_dir), "--seeds",
-                                                                 str(seeds)], name=name)
+FIXTURE_COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def _fixture_run(results_dir, *, name="fixture", seeds=4, shift=0.0, git=(FIXTURE_COMMIT, False)):
+    """A small results file written through the benchmark helper itself (no benchmark runs).
+
+    ``git`` is the ``(commit, dirty)`` the run records: a committed tree by default, so that the fixture does
+    not depend on the checkout the tests run from (a source tree without ``.git`` included).
+    """
+    with mock.patch.object(bench, "git_state", return_value=git):
+        args = bench.bench_args("Fixture benchmark: a tiny race.", ["--results-dir", str(results_dir), "--seeds",
+                                                                     str(seeds)], name=name)
     race = bench.Table("Fit time, n=2*10^4", "seconds", higher_is_better=False)
     noisy = [0.3, -0.4, 0.25, -0.35, 0.1, -0.15]
     for s in args.seeds:
@@ -48,6 +59,12 @@ def _fixture_run(results_dir, *, name="fixture", seeds=4, shift=0.0):
         race.add("n=10", "fast_peer", 0.5 + 0.01 * s + shift, seed=s)
         race.add("n=20", "FixtureEstimator", 1.0 + noisy[s] + shift, ours=True, seed=s)
         race.add("n=20", "slow_peer", 1.0 + shift, seed=s)
+        # a planted loss behind a peer that ran on one seed: 10x slower, yet no interval can be formed
+        race.add("n=30", "FixtureEstimator", 3.0 + 0.01 * s + shift, ours=True, seed=s)
+        # a single-seed peer that we beat: unpaired too, but not a negative result
+        race.add("n=40", "FixtureEstimator", 0.5 + 0.01 * s + shift, ours=True, seed=s)
+    race.add("n=30", "one_seed_peer", 0.3 + shift, seed=0)
+    race.add("n=40", "one_seed_peer", 2.0 + shift, seed=0)
     race.bar("FixtureEstimator within 1.5 s (a budget)", race.mean("n=10", "FixtureEstimator"), 1.5)
     race.bar("FixtureEstimator no slower than fast_peer", race.mean("n=10", "FixtureEstimator") /
              race.mean("n=10", "fast_peer"), 1.0, op="<=")
@@ -129,8 +146,10 @@ def _expected_rows(table):
                             if not (math.isnan(x) or math.isnan(y)):
                                 a.append(x)
                                 b.append(y)
-                    verdict = "tie"
-                    if len(a) >= 2:
+                    # the peer's values (not NaN) must cover ours, and at least two pairs: else no verdict
+                    n_peer = stats[(case, best)][2]
+                    verdict = "tie" if len(a) >= 2 and n_peer >= n else "unpaired"
+                    if verdict == "tie":
                         d = np.subtract(a, b)
                         # constant difference (up to rounding): the interval is the point itself
                         if np.allclose(d, d[0], rtol=1e-12, atol=1e-15):
@@ -210,6 +229,10 @@ def test_fixture_numbers_recomputed_and_verdicts_need_the_interval(fixture_tree)
     # n=20: the mean is lower than the peer's but the paired interval holds 0
     assert rows[("n=20", "FixtureEstimator")]["mean"] < 1.0
     assert rows[("n=20", "FixtureEstimator")]["verdict"] == "tie"
+    # n=30 and n=40: the peer ran on one seed: unpaired whichever side is ahead, never a tie
+    assert rows[("n=30", "FixtureEstimator")]["verdict"] == "unpaired"
+    assert rows[("n=40", "FixtureEstimator")]["verdict"] == "unpaired"
+    assert "unpaired vs one\\_seed\\_peer (ratio 10.05; 1 pair: no verdict)" in pages["benchmarks/fixture.rst"]
 
 
 @pytest.mark.parametrize("path", RESULTS, ids=[p.stem for p in RESULTS])
@@ -254,9 +277,25 @@ def _expected_negatives(doc):
                 if not ok:
                     out.append(("target", b["text"]))
             out += [("claim", c["text"]) for c in table.get("claims", []) if c["reproduced"] in ("no", "partly")]
-            out += [("loss", f"{case}: {method} ") for (case, method), (_, _, _, v) in _expected_rows(table).items()
+            expected = _expected_rows(table)
+            out += [("loss", f"{case}: {method} ") for (case, method), (_, _, _, v) in expected.items()
                     if v == "loss"]
+            out += [("unpaired", f"{case}: {method} ") for (case, method), (mean, _, _, v) in expected.items()
+                    if v == "unpaired" and _at_least_10_percent_worse(table, case, mean)]
     return out
+
+
+def _at_least_10_percent_worse(table, case, mean):
+    """Our mean against the best peer mean of the case, from the raw values (numpy), by the definition."""
+    higher = table["direction"] == "higher"
+    peers = []
+    for r in table["rows"]:
+        vals = np.array([math.nan if v["value"] is None else float(v["value"]) for v in r["values"]])
+        if r["case"] == case and not r["ours"] and (~np.isnan(vals)).any():
+            peers.append(np.nanmean(vals))
+    best = max(peers) if higher else min(peers)
+    gap = best - mean if higher else mean - best
+    return bool(gap > 0 and (best == 0 or gap / abs(best) >= 0.1))
 
 
 def _section(page, title):
@@ -291,7 +330,11 @@ def test_negative_results_page_lists_exactly_the_negatives(which, fixture_tree):
             assert any(render.esc(text) in b for b in bullets), (path.name, kind, text)
     if which == "fixture":
         # one missed target, one partly reproduced claim, one loss (n=10; n=20 is a tie, the quality row a win)
-        assert sorted(kind for kind, _ in expected) == ["claim", "loss", "target"]
+        # and the planted single-seed loss (n=30; n=40 is unpaired but ahead of the peer)
+        assert sorted(kind for kind, _ in expected) == ["claim", "loss", "target", "unpaired"]
+        assert any("n=30: FixtureEstimator 3.015 against one\\_seed\\_peer 0.3 (ratio 10.05; 1 pair;" in b
+                   for b in bullets), bullets
+        assert not any("n=40" in b for b in bullets)
 
 
 def test_merge_keeps_the_cpu_rows_and_shows_both(tmp_path, fixture_tree, capsys):
@@ -369,3 +412,209 @@ def test_a_hand_written_page_is_never_overwritten(fixture_tree, capsys):
     (doc / "benchmarks" / "_text" / "fixture.rst").write_text("Fixture\n=======\n\nProse moved.\n")
     assert render.main(argv) == 0 and render.main(["--check"] + argv) == 0
     assert "Prose moved." in page.read_text() and "bench-fixture-t1" in page.read_text()
+
+
+def _git(cwd, *cmd):
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "commit.gpgsign=false",
+                    *cmd], cwd=cwd, check=True, capture_output=True, timeout=60)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs the git command")
+def test_git_state_sees_uncommitted_changes_and_no_checkout(tmp_path):
+    tree = tmp_path / "tree"
+    for rel in ("sklearn_icml/core.py", "benchmarks/bench_x.py", "benchmarks/results/x.json", "README.md"):
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_text("v1\n")
+    assert bench.git_state(tree) == (None, None)  # not a checkout (yet)
+    _git(tree, "init", "-q")
+    _git(tree, "add", ".")
+    _git(tree, "commit", "-qm", "first")
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tree, capture_output=True, text=True).stdout.strip()
+    assert bench.git_state(tree) == (head, False)
+    (tree / "benchmarks/results/x.json").write_text("v2\n")  # a saved result not committed yet: still clean
+    (tree / "README.md").write_text("v2\n")
+    assert bench.git_state(tree) == (head, False)
+    (tree / "sklearn_icml/core.py").write_text("v2\n")
+    assert bench.git_state(tree) == (head, True)
+    # a copied tree inside another checkout is not that checkout: no commit
+    copy = tree / "sub"
+    shutil.copytree(tree / "sklearn_icml", copy / "sklearn_icml")
+    assert bench.git_state(copy) == (None, None)
+
+
+@pytest.mark.parametrize("git, message", [
+    ((FIXTURE_COMMIT, True), "run from a working tree with uncommitted changes to commit 0123456789"),
+    ((None, None), "run outside a git checkout"),
+])
+def test_check_refuses_a_new_result_from_an_uncommitted_tree(tmp_path, capsys, git, message):
+    results, doc = tmp_path / "results", tmp_path / "doc"
+    (doc / "benchmarks").mkdir(parents=True)
+    _fixture_run(results, git=git)
+    argv = ["--results-dir", str(results), "--doc-dir", str(doc)]
+    assert render.main(argv) == 1  # the pages are written (honestly), the run is refused for publishing
+    assert render.main(["--check"] + argv) == 1
+    err = capsys.readouterr().err
+    assert f"fixture.json: provenance: {message}" in err
+    page = (doc / "benchmarks" / "fixture.rst").read_text()
+    assert message.split(" to commit")[0] in page and "dirty" not in page
+    # the same provenance in an older (schema 1) file is rendered as it is and not refused
+    data = json.loads((results / "fixture.json").read_text())
+    (results / "fixture.json").write_text(json.dumps(dict(data, schema=1)))
+    assert render.main(argv) == 0 and render.main(["--check"] + argv) == 0
+    # a merged run (another machine's) from an uncommitted tree is refused as well
+    _fixture_run(results)
+    gpu_dir = tmp_path / "gpu"
+    _fixture_run(gpu_dir, git=git)
+    gpu = json.loads((gpu_dir / "fixture.json").read_text())
+    gpu["provenance"]["hardware"].update(device="cuda", gpu={"name": "FakeGPU", "driver": "1", "cuda": "12"})
+    (gpu_dir / "fixture.json").write_text(json.dumps(gpu))
+    capsys.readouterr()
+    assert render.main(["--merge", str(gpu_dir)] + argv) == 1
+    assert "fixture.json: merged_runs[0] (cuda: FakeGPU): " + message in capsys.readouterr().err
+
+
+def _expected_found(doc):
+    """(targets met, targets, {verdict: count}) of a results file, from the raw values (independent derivation)."""
+    met = total = 0
+    counts = {"win": 0, "tie": 0, "loss": 0, "unpaired": 0}
+    for run in [doc] + doc.get("merged_runs", []):
+        for table in run["tables"]:
+            for b in table.get("bars", []):
+                m = math.nan if b["measured"] is None else float(b["measured"])
+                total += 1
+                met += (not math.isnan(m)) and {"<=": m <= b["threshold"], "<": m < b["threshold"],
+                                                 ">=": m >= b["threshold"], ">": m > b["threshold"]}[b["op"]]
+            for (_, _, _, verdict) in _expected_rows(table).values():
+                if verdict:
+                    counts[verdict] += 1
+    return met, total, counts
+
+
+def _opening(page):
+    """The first paragraph under the page's title."""
+    lines = page.splitlines()
+    i = next(i for i in range(1, len(lines)) if lines[i] and set(lines[i]) == {"="} and len(lines[i - 1]) > 0)
+    return lines[i + 2]
+
+
+@pytest.mark.parametrize("which", ["committed", "fixture"])
+def test_each_page_opens_with_what_we_found(which, fixture_tree):
+    if which == "committed":
+        files = RESULTS
+        pages = {p.stem: (DOC_DIR / "benchmarks" / f"{p.stem}.rst").read_text(encoding="utf-8") for p in files}
+    else:
+        results, doc_dir = fixture_tree
+        files = [results / "fixture.json"]
+        pages = {"fixture": render.render_all(results, BENCH_DIR, doc_dir)["benchmarks/fixture.rst"]}
+    for path in files:
+        page = pages[path.stem]
+        opening = _opening(page)
+        assert opening.startswith("**What we found.**"), (path.name, opening)
+        assert page.index("**What we found.**") < page.index("\nTables\n------\n")
+        met, total, counts = _expected_found(json.loads(path.read_text()))
+        if total:
+            assert (f"All {total} targets met" if met == total and total > 1 else f"{met} of {total} target") in \
+                opening or (total == 1 and met == 1 and "1 target met" in opening), (path.name, opening)
+        if sum(counts.values()):
+            assert f"{counts['win']} win" in opening and f"{counts['tie']} tie" in opening, (path.name, opening)
+            assert f"{counts['loss']} loss" in opening and f"{counts['unpaired']} unpaired" in opening
+    if which == "fixture":
+        # the planted single-seed loss (10x) is the largest gap against us, named with its figures
+        assert "1 of 2 targets met" in opening and "1 win, 1 tie, 1 loss and 2 unpaired" in opening
+        assert "Largest unpaired row against us: Fit time, n=2\\*10^4, n=30: FixtureEstimator 3.015 against " \
+               "one\\_seed\\_peer 0.3 (ratio 10.05)" in opening, opening
+
+
+# ------------------------------------------------------------------------------------------ the methods table
+
+
+def _papers():
+    import tomllib
+
+    return tomllib.loads((DOC_DIR / "benchmarks" / "_text" / "methods.toml").read_text(encoding="utf-8"))["paper"]
+
+
+def _raw_figure(spec, paper, saved):
+    """A headline figure from the raw saved values (targets, raw rows, counts), by the definitions."""
+    kind = spec["kind"]
+    if kind == "count":
+        total = 0
+        for doc in saved.values():
+            expected = _expected_negatives(doc)
+            if spec["what"] in ("loss", "unpaired"):
+                # every row with that verdict (listed or not), from the independent derivation
+                total += sum(v == spec["what"] for run in [doc] + doc.get("merged_runs", [])
+                             for table in run["tables"] for (_, _, _, v) in _expected_rows(table).values())
+            elif spec["what"] == "missed":
+                total += sum(kind_ == "target" for kind_, _ in expected)
+            else:
+                total += sum(kind_ == "claim" for kind_, _ in expected)
+        return total
+    doc = saved[paper["bench"]]
+    if kind == "seeds":
+        return len(doc["provenance"]["seeds"])
+    runs = [doc] + doc.get("merged_runs", [])
+    if kind in ("target", "threshold"):
+        found = [b["measured" if kind == "target" else "threshold"] for run in runs for t in run["tables"]
+                 for b in t.get("bars", []) if b["text"].startswith(spec["text"])]
+        found = [math.nan if v is None else float(v) for v in found]
+    else:
+        found = []
+        for run in runs:
+            for table in run["tables"]:
+                if table["title"].startswith(spec["table"]):
+                    mean, _, ratio, _ = _expected_rows(table)[(spec["case"], spec["method"])]
+                    found.append(mean if kind == "mean" else ratio)
+    if "index" in spec:
+        found = found[spec["index"]:spec["index"] + 1]
+    assert len(found) == 1, (paper["code"], spec, found)
+    return found[0] * spec.get("scale", 1)
+
+
+def test_methods_table_figures_are_the_saved_results():
+    saved = {p.stem: json.loads(p.read_text()) for p in RESULTS}
+    index = (DOC_DIR / "index.rst").read_text(encoding="utf-8")
+    papers = _papers()
+    assert [p["code"] for p in papers] == [f"S{i}" for i in range(1, 20)]
+    for paper in papers:
+        values = {name: _raw_figure(spec, paper, saved) for name, spec in paper.get("figures", {}).items()}
+        headline = paper["headline"].format(**values)
+        assert headline in index, (paper["code"], headline)
+        if paper.get("bench"):
+            assert (RESULTS_DIR / f"{paper['bench']}.json").exists(), paper["code"]
+            assert f"{headline} (:doc:`benchmarks/{paper['bench']}`)" in index
+    # every headline figure comes from the results: a headline with no figure would be hand-written
+    assert all(paper.get("figures") for paper in papers)
+
+
+def test_methods_table_links_every_public_name_to_its_api_page():
+    import importlib
+
+    index = (DOC_DIR / "index.rst").read_text(encoding="utf-8")
+    for paper in _papers():
+        for name in paper.get("names", []):
+            family, obj = name.rsplit(".", 1)
+            module = importlib.import_module(f"sklearn_icml.{family}")
+            assert obj in module.__all__, name
+            assert re.search(rf"^\s{{3}}{obj}\s*$", (DOC_DIR / "api" / f"{family}.rst").read_text(), flags=re.M), name
+            role = "class" if isinstance(getattr(module, obj), type) else "func"
+            assert f":{role}:`~sklearn_icml.{family}.{obj}`" in index, (paper["code"], name, role)
+
+
+def test_a_changed_result_changes_the_start_page(tmp_path, capsys):
+    results = tmp_path / "results"
+    shutil.copytree(RESULTS_DIR, results)
+    data = json.loads((results / "private_kmeans.json").read_text())
+    bar = next(b for t in data["tables"] for b in t["bars"]
+               if b["text"].startswith("blobs 2-D: median cost of PrivateKMeans / diffprivlib's"))
+    bar["measured"] = 0.123
+    (results / "private_kmeans.json").write_text(json.dumps(data))
+    pages = render.render_all(results, BENCH_DIR, DOC_DIR)
+    assert "0.12x diffprivlib's" in pages["index.rst"]
+    assert render.main(["--check", "--results-dir", str(results), "--doc-dir", str(DOC_DIR)]) == 1
+    assert "doc/index.rst differs" in capsys.readouterr().err
+    # a figure that no longer finds its target stops the render, naming the paper and the figure
+    bar["text"] = "renamed"
+    (results / "private_kmeans.json").write_text(json.dumps(data))
+    with pytest.raises(render.ResultsError, match=r"methods.toml: S3, figure 'dpl'"):
+        render.render_all(results, BENCH_DIR, DOC_DIR)

@@ -76,8 +76,9 @@ def test_timed_takes_the_best_of_repeats():
 
 def test_near_equal_means_are_a_tie_and_verdicts_can_be_off():
     t = bench.Table("t", "ECE", higher_is_better=False)
-    t.add("c", "ours", 0.1 + 1e-17, ours=True)
-    t.add("c", "peer", 0.1)
+    for noise in (1e-17, -1e-17):  # rounding-level differences of both signs
+        t.add("c", "ours", 0.1 + noise, ours=True)
+        t.add("c", "peer", 0.1)
     assert t.rows()[0]["verdict"] == "tie"
     v = bench.Table("t", "ECE", higher_is_better=False, verdicts=False)
     v.add("c", "ours", 0.2, ours=True)
@@ -122,9 +123,47 @@ def test_pairs_follow_the_seeds_not_the_order():
     assert t.rows()[0]["verdict"] == "win"
 
 
-def test_one_seed_has_no_interval_and_is_a_tie():
+def test_one_seed_has_no_interval_and_is_unpaired():
     row = _paired_table([1.0], [5.0])
-    assert row["verdict"] == "tie" and row["interval"] is None and row["ratio"] == 0.2
+    assert row["verdict"] == "unpaired" and row["interval"] is None and row["ratio"] == 0.2
+    assert row["n_pairs"] == 1
+
+
+@pytest.mark.parametrize("peer_seeds, expected", [
+    ([0], "unpaired"),  # a single-seed peer: never a tie, whatever the gap
+    ([0, 1, 2], "unpaired"),  # 3 pairs, but our seeds 3 and 4 have no partner
+    ([0, 1, 2, 3, 4], "loss"),  # every seed paired: the interval decides
+    ([0, 1, 2, 3, 4, 5, 6], "loss"),  # a peer with more seeds than ours pairs on ours
+])
+def test_a_peer_on_fewer_seeds_gives_no_verdict(peer_seeds, expected):
+    # ours is 80x the peer's time: a clear loss when paired, unpaired otherwise (never a tie)
+    t = bench.Table("t", "s", higher_is_better=False)
+    for seed in range(5):
+        t.add("c", "ours", 80.0 + 0.1 * seed, ours=True, seed=seed)
+    for seed in peer_seeds:
+        t.add("c", "peer", 1.0 + 0.2 * seed, seed=seed)
+    row = t.rows()[0]
+    assert row["verdict"] == expected
+    assert row["n_pairs"] == min(5, len(peer_seeds))
+    assert (row["interval"] is None) == (expected == "unpaired")
+    assert "unpaired" in t.to_markdown() or expected != "unpaired"
+
+
+def test_a_failed_peer_seed_counts_as_a_missing_seed():
+    t = bench.Table("t", "s", higher_is_better=True)
+    for seed, (a, b) in enumerate([(1.0, 2.0), (1.1, float("nan")), (0.9, 2.1)]):
+        t.add("c", "ours", a, ours=True, seed=seed)
+        t.add("c", "peer", b, seed=seed)
+    assert t.rows()[0]["verdict"] == "unpaired" and t.rows()[0]["n_pairs"] == 2
+
+
+@pytest.mark.parametrize("mean, best, higher, expected", [
+    (1.1, 1.0, False, 0.1), (0.9, 1.0, False, 0.0), (0.8, 1.0, True, 0.2), (1.2, 1.0, True, 0.0),
+    (-0.8, -1.0, False, 0.2), (-1.2, -1.0, False, 0.0),
+    (0.5, 0.0, False, math.inf), (0.0, 0.0, False, 0.0), (float("nan"), 1.0, True, 0.0),
+])
+def test_worse_by_is_the_gap_relative_to_the_best(mean, best, higher, expected):
+    assert bench.worse_by(mean, best, higher_is_better=higher) == pytest.approx(expected)
 
 
 def test_bars_and_claims():
@@ -202,4 +241,35 @@ def test_a_new_cpu_run_keeps_the_rows_merged_from_a_gpu(tmp_path, capsys):
     bench.emit(t, args)
     again = json.loads((tmp_path / "demo.json").read_text())
     assert [m["key"] for m in again["merged_runs"]] == ["cuda: G"]
+    capsys.readouterr()
+
+
+def test_a_benchmark_measures_the_library_of_its_own_tree(tmp_path):
+    # a script run from elsewhere (or with another sklearn_icml installed) imports the library of the tree
+    # that holds benchmarks/_bench.py, the tree whose commit the run records
+    import subprocess
+    import sys
+
+    script = tmp_path / "bench_probe.py"
+    script.write_text(f"import sys\nsys.path.insert(0, {str(_PATH.parent)!r})\nimport _bench\nimport sklearn_icml\n"
+                      "print(sklearn_icml.__file__)\n")
+    out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert pathlib.Path(out.stdout.strip()).resolve().is_relative_to(_PATH.parents[1].resolve())
+
+
+def test_a_library_from_outside_the_tree_is_not_the_recorded_commit(tmp_path, monkeypatch, capsys):
+    import json
+
+    monkeypatch.setattr(bench, "git_state", lambda root=None: ("f" * 40, False))
+    args, t = _run(tmp_path, ["--seeds", "2"])
+    monkeypatch.setattr(bench, "_package_dir", lambda: pathlib.Path("/elsewhere/sklearn_icml"))
+    bench.emit(t, args)
+    prov = json.loads((tmp_path / "demo.json").read_text())["provenance"]
+    assert prov["commit"] == "f" * 40 and prov["dirty"] is True and prov["package"] == "/elsewhere/sklearn_icml"
+    monkeypatch.setattr(bench, "_package_dir", lambda: bench.ROOT / "sklearn_icml")
+    args, t = _run(tmp_path, ["--seeds", "2"])
+    bench.emit(t, args)
+    prov = json.loads((tmp_path / "demo.json").read_text())["provenance"]
+    assert prov["dirty"] is False and prov["package"] == "sklearn_icml"
     capsys.readouterr()

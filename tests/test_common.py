@@ -44,6 +44,29 @@ def test_expected_failures_have_reasons():
     known_checks = {name for name, _ in inspect.getmembers(ec, inspect.isfunction)}
     known_checks |= {name for name in estimator_checks.__all__ if name.startswith("check_")}
     for name, checks in EXPECTED_FAILED.items():
-        for check_name, reason in checks.items():
+        for check_name, (reason, raises) in checks.items():
             assert check_name in known_checks, f"{name}: unknown check {check_name}"
             assert isinstance(reason, str) and len(reason.split()) >= 5, f"{name}.{check_name}: give a reason"
+            assert isinstance(raises, type) and issubclass(raises, Exception), f"{name}.{check_name}: raises="
+
+
+def test_at_most_thirty_expected_failures():
+    """Estimators whose input is not a feature matrix declare it with input tags instead of expected failures."""
+    assert sum(len(checks) for checks in EXPECTED_FAILED.values()) <= 30
+
+
+def test_estimators_of_other_inputs_run_the_contract_on_their_own_input():
+    """Each estimator tagged as not taking a feature matrix gets scikit-learn's API checks and the house contract
+    checks, and none of scikit-learn's data checks (which feed random real matrices)."""
+    from sklearn.utils import get_tags
+
+    own_input = [est for est in ESTIMATORS if not get_tags(est).input_tags.two_d_array]
+    names = {type(est).__name__ for est in own_input}
+    assert {"GumbelScheduler", "GreedyStageScheduler", "CPSATScheduler", "InContextNGram", "NGramTransformerLM",
+            "PrivateEvolutionText", "AdaptiveShapeScheduler"} <= names
+    for est in own_input:
+        checks = {estimator_checks._check_name(c) for _, c in estimator_checks._all_checks(est, fit_data=fit_data)}
+        assert {"check_param_validation", "check_estimator_repr", "check_fit_returns_self_on_own_input",
+                "check_unfitted_raises_on_own_input", "check_fit_is_deterministic_on_own_input",
+                "check_pickle_loads_without_gpu", "check_no_input_mutation"} <= checks, type(est).__name__
+        assert not checks & {"check_fit2d_1sample", "check_estimators_dtypes", "check_fit_idempotent"}

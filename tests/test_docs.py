@@ -1,9 +1,12 @@
 """Docs, README, CI and benchmarks stay in step with the code."""
 
 import importlib
+import importlib.util
 import json
 import pathlib
 import re
+import runpy
+import shutil
 import subprocess
 import sys
 
@@ -42,12 +45,40 @@ def test_api_page_lists_every_public_name(family):
     assert set(names) <= listed, set(names) - listed
 
 
+def _user_guide_pages():
+    """The pages the user guide's table of contents lists, in its order."""
+    text = (ROOT / "doc" / "user_guide.rst").read_text()
+    entries = re.findall(r"^ {3}(\S+)\s*$", text.split(".. toctree::", 1)[1], flags=re.M)
+    return [ROOT / "doc" / f"{entry}.rst" for entry in entries]
+
+
+def test_user_guide_lists_one_page_per_paper_in_order():
+    pages = _user_guide_pages()
+    assert all(page.exists() for page in pages), [p for p in pages if not p.exists()]
+    codes = []
+    for page in pages:
+        title = re.search(r"^(.+)\n=+\n", page.read_text(), flags=re.M).group(1)
+        codes += [int(code) for code in re.findall(r"\(S(\d+)\)\s*$", title)]
+    assert codes == list(range(1, 20)), codes
+    unlisted = set((ROOT / "doc" / "modules").glob("*.rst")) - set(pages)
+    assert not unlisted, unlisted
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="the layout check needs a chromium binary")
+def test_layout_check_fails_on_planted_faults():
+    """doc/check_layout.py passes a clean page and fails a too-wide page, a too-wide table, raw TeX,
+    math without MathJax and a TeX error, each in a real browser."""
+    check = runpy.run_path(str(ROOT / "doc" / "check_layout.py"))
+    assert check["self_test"]() == 0
+
+
 def test_every_estimator_has_a_user_guide_page_an_example_and_a_readme_row():
     readme = (ROOT / "README.md").read_text()
     examples = "\n".join(p.read_text() for p in (ROOT / "examples").rglob("*.py"))
+    guide = "\n".join(page.read_text() for page in _user_guide_pages())
     for name, cls in all_estimators():
-        family = cls.__module__.split(".")[1]
-        assert (ROOT / "doc" / "modules" / f"{family}.rst").exists(), family
+        assert f":class:`{name}`" in guide or f":class:`~{cls.__module__.rsplit('.', 1)[0]}.{name}`" in guide, (
+            f"no user-guide page presents {name}")
         assert name in examples, f"no example uses {name}"
         row = next((line for line in readme.splitlines() if f"`{name}`" in line), "")
         assert row.endswith("| available |"), f"README method table: {name} not marked available"
@@ -110,7 +141,6 @@ def _public_objects():
 def test_numpydoc_validation_as_in_the_docs_build():
     """The same numpydoc checks as doc/conf.py, so `sphinx -W` does not surprise."""
     numpydoc_validate = pytest.importorskip("numpydoc.validate")
-    import runpy
 
     conf = runpy.run_path(str(ROOT / "doc" / "conf.py"))
     skip = conf["numpydoc_validation_checks"] - {"all"}
@@ -131,3 +161,74 @@ def test_readme_quick_example_runs(capsys):
     code = re.search(r"```python\n(.+?)\n```", example, flags=re.S).group(1)
     exec(compile(code, "README.md", "exec"), {})
     assert "logisticregression__C" in capsys.readouterr().out
+
+
+# Words of the workshop, not of the documentation: published pages (rst sources and generated benchmark pages)
+# say "target" for a threshold, "preliminary run", "with uncommitted changes", and keep history in the changelog.
+_WORKSHOP_WORDS = [
+    (r"\bdirty\b", "say 'with uncommitted changes'"),
+    (r"(?<!error )(?<!progress )\bbars?\b(?! chart| plot)", "say 'target' for a threshold"),
+    (r"\bpilots?\b", "say 'preliminary run'"),
+    (r"\bsessions?\b", "the pages do not speak of sessions"),
+    (r"\bengineers?\b|\bwork items?\b|\bissue #?\d+", "the pages do not speak of the team's work"),
+]
+_HISTORY = [
+    (r"\ban? (earlier|previous|former) (version|layout|release|implementation)s?\b", "history: doc/whats_new.rst"),
+    (r"\bbefore this change\b|\bwhat changed\b|\bformerly\b|\bno longer\b", "history: doc/whats_new.rst"),
+    (r"(?<!is )(?<!are )(?<!was )(?<!were )(?<!be )(?<!been )\bused to (carry|be|have|use|run|call|train|give|"
+     r"compute|take)\b", "history: doc/whats_new.rst"),
+]
+
+
+def _workshop_words(path, text):
+    """(line number, match, advice) of every workshop word in ``text`` (history allowed in the changelog only)."""
+    rules = _WORKSHOP_WORDS + ([] if pathlib.Path(path).name == "whats_new.rst" else _HISTORY)
+    out = []
+    for number, line in enumerate(text.splitlines(), 1):
+        for pattern, advice in rules:
+            out += [(number, m.group(0), advice) for m in re.finditer(pattern, line, flags=re.I)]
+    return out
+
+
+def _published_pages():
+    """Every rst source under doc/ (generated benchmark pages included) and the pages as rendered now."""
+    spec = importlib.util.spec_from_file_location("render_docs", ROOT / "benchmarks" / "render_docs.py")
+    render = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(render)
+    skip = {"_build", "generated", "auto_examples"}
+    pages = {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in sorted((ROOT / "doc").rglob("*.rst"))
+             if not skip & set(p.relative_to(ROOT / "doc").parts)}
+    pages.update({f"doc/{rel} (rendered)": text for rel, text in render.render_all().items()})
+    return pages
+
+
+def test_published_pages_have_no_workshop_words():
+    pages = _published_pages()
+    assert "doc/index.rst" in pages and "doc/negative_results.rst (rendered)" in pages
+    found = [f"{path}:{n}: {word!r} ({advice})" for path, text in pages.items()
+             for n, word, advice in _workshop_words(path, text)]
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("planted, caught", [
+    ("The fit met the 2 s bar on 10^6 rows.", True),
+    ("Rows without a bar ran once.", True),
+    ("A pilot of this setting gave 0.9.", True),
+    ("run from a dirty tree", True),
+    ("One seed: a second did not fit in the session's time.", True),
+    ("(an earlier version used ``sqrt(2) ||h||``)", True),
+    ("Four estimators used to carry their own loops.", True),
+    ("The fit met the 2 s target; error bars are one standard deviation.", False),
+    ("The estimator is used to compute a preliminary run's bound.", False),
+])
+def test_a_planted_workshop_word_is_caught(tmp_path, planted, caught):
+    page = tmp_path / "page.rst"
+    page.write_text(f"Title\n=====\n\nSome prose.\n{planted}\n")
+    found = _workshop_words(page, page.read_text())
+    assert bool(found) == caught, found
+    if caught:
+        assert found[0][0] == 5
+    # history is the changelog's: the same words there are fine, the vocabulary words are not
+    changelog = tmp_path / "whats_new.rst"
+    changelog.write_text(planted)
+    assert bool(_workshop_words(changelog, planted)) == (caught and "used" not in planted and "earlier" not in planted)

@@ -15,7 +15,7 @@ from sklearn_icml.utils import estimator_checks as ec
 
 from . import _broken
 from ._params import fit_data, make_instance
-from ._reference import ReferenceProjection, ReferenceTorchClassifier
+from ._reference import ReferenceProjection, ReferenceTextRegressor, ReferenceTorchClassifier
 
 
 def _failed_checks(estimator, among):
@@ -58,14 +58,51 @@ def test_check_estimator_catches_breach(broken, must_fail):
     assert must_fail <= failed, f"not caught: {must_fail - failed}"
 
 
-@pytest.mark.parametrize("estimator", [ReferenceTorchClassifier, ReferenceProjection], ids=lambda c: c.__name__)
+_OWN_INPUT_CHECKS = {"check_fit_returns_self_on_own_input", "check_unfitted_raises_on_own_input",
+                     "check_fit_is_deterministic_on_own_input"}
+
+
+@pytest.mark.parametrize("estimator", [ReferenceTorchClassifier, ReferenceProjection, ReferenceTextRegressor],
+                         ids=lambda c: c.__name__)
 def test_reference_passes_every_check(estimator):
     results = ec.check_estimator(make_instance(estimator), fit_data=fit_data, on_fail=None)
     assert {r["check_name"] for r in results if r["status"] == "failed"} == set()
     house = {name for name in ec.__all__ if name.startswith("check_") and name != "check_estimator"}
     ran = {r["check_name"] for r in results if r["status"] == "passed"}
-    expected = house if estimator is ReferenceTorchClassifier else house - {"check_device_rule"}
+    expected = {
+        ReferenceTorchClassifier: house - _OWN_INPUT_CHECKS,
+        ReferenceProjection: house - _OWN_INPUT_CHECKS - {"check_device_rule"},
+        # texts: the contract on its own input; no device, and no DataFrame columns to name
+        ReferenceTextRegressor: house - {"check_device_rule", "check_feature_names"},
+    }[estimator]
     assert expected <= ran, expected - ran
+    if estimator is ReferenceTextRegressor:  # scikit-learn's API checks ran, none of its data checks
+        assert {"check_param_validation", "check_estimator_repr", "check_set_params"} <= ran
+        assert not {r["check_name"] for r in results} & {"check_fit2d_1sample", "check_regressors_train"}
+
+
+@pytest.mark.parametrize("broken, check", [
+    (_broken.FitReturnsNothing, "check_fit_returns_self_on_own_input"),
+    (_broken.PredictsBeforeFit, "check_unfitted_raises_on_own_input"),
+    (_broken.UnseededFit, "check_fit_is_deterministic_on_own_input"),
+], ids=lambda v: v.__name__ if isinstance(v, type) else v)
+def test_own_input_checks_catch_breach(broken, check):
+    assert _failed_checks(broken(random_state=0), {check}) == {check}
+    assert _failed_checks(ReferenceTextRegressor(random_state=0), {check}) == set()
+
+
+def test_expected_failure_with_raises_rejects_another_exception():
+    est = make_instance(_broken.KeepsTensor)
+    mark = ec.parametrize_with_checks(
+        [est], fit_data=fit_data, xfail_strict=True,
+        expected_failed_checks=lambda e: {"check_fitted_state_holds_no_tensor": ("a reason here", AssertionError)})
+    xfail = {p.id: p for p in mark.args[1]}["KeepsTensor-check_fitted_state_holds_no_tensor"].marks
+    assert [(m.name, m.kwargs) for m in xfail] == [("xfail", {"reason": "a reason here", "strict": True,
+                                                             "raises": AssertionError})]
+    results = ec.check_estimator(est, fit_data=fit_data, on_fail=None,
+                                 expected_failed_checks={"check_fitted_state_holds_no_tensor": ("r", ValueError)})
+    status = {r["check_name"]: r["status"] for r in results}
+    assert status["check_fitted_state_holds_no_tensor"] == "failed"  # an AssertionError is not the ValueError named
 
 
 def test_param_validation_catches_missing_constraint():

@@ -287,6 +287,18 @@ def test_private_kmeans_dask_equals_in_memory(client, how, monkeypatch):
     np.testing.assert_array_equal(got.mp_centers_, ref.mp_centers_)
 
 
+@pytest.mark.parametrize("how", ["uneven", "small"])
+def test_private_kmeans_dask_private_box_equals_in_memory(client, how):
+    # bounds=None: the private box's two grids are counted per block, the noise drawn once on the client
+    X = _blobs()
+    params = dict(n_clusters=3, epsilon=4.0, random_state=0)
+    ref = PrivateKMeans(**params).fit(X)
+    got = PrivateKMeans(**params).fit(_to_dask(X, how))
+    np.testing.assert_array_equal(got.bounds_, ref.bounds_)
+    assert got.privacy_ledger_[0]["label"].startswith("private box")
+    _assert_same_private_fit(got, ref)
+
+
 def test_private_kmeans_dask_dataframe_lloyd_and_boosting(client):
     X = _blobs(d=2)
     frame = dd.from_pandas(pd.DataFrame(X, columns=["u", "v"]), npartitions=3)

@@ -22,9 +22,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from sklearn_icml.datasets import make_scheduling_dag
-from sklearn_icml.optimize import CPSATScheduler, GreedyStageScheduler, GumbelScheduler
+from sklearn_icml.optimize import CPSATScheduler, GreedyStageScheduler, GumbelScheduler, StageSchedulingProblem
 
-problem = make_scheduling_dag(400, n_stages=10, mem_weight=100.0, random_state=0)
+problem = StageSchedulingProblem.from_dataset(make_scheduling_dag(400, n_stages=10, mem_weight=100.0, random_state=0))
 print(problem)
 bound = problem.lower_bound()
 greedy = GreedyStageScheduler().fit(problem)

@@ -5,6 +5,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils import check_random_state
 
+from ..datasets._bandits import draw_glm_instance
 from ..utils._sklearn_private import Interval, StrOptions, validate_params
 from ._action_set import ActionSet
 from ._links import LINKS, get_link
@@ -303,27 +304,12 @@ class GLMDuelingEnv:
         """
         _check_random(n_items=n_items, n_features=n_features, link=link, scale=scale, item_features=item_features,
                       n_phases=n_phases, phase_length=phase_length, random_state=random_state)
-        if scale is None:
-            scale = 0.5 if link == "linear" else 2.0
-        if link == "linear" and scale > 0.5 + 1e-12:
-            raise ValueError(f"GLMDuelingEnv.random_instance: with the linear link scale must be at most 1/2 "
-                             f"(unit features, |phi . theta| <= 1/2); got scale={scale}.")
         rng = check_random_state(random_state)
-
-        def sphere(size):
-            z = rng.standard_normal(size)
-            return z / np.linalg.norm(z, axis=-1, keepdims=True)
-
-        theta = scale * sphere((n_phases, n_features))
-        theta = theta if n_phases > 1 else theta[0]
+        features, theta = draw_glm_instance(n_items, n_features, link, scale, item_features, n_phases, rng,
+                                            name="GLMDuelingEnv.random_instance")
         if item_features:
-            X = 0.5 * sphere((n_items, n_features))
-            return cls.from_item_features(X, theta, link, phase_length=phase_length, random_state=rng)
-        iu, ju = np.triu_indices(n_items, k=1)
-        pair = np.zeros((n_items, n_items, n_features))
-        pair[iu, ju] = sphere((len(iu), n_features))
-        pair[ju, iu] = -pair[iu, ju]
-        return cls(pair, theta, link, phase_length=phase_length, random_state=rng)
+            return cls.from_item_features(features, theta, link, phase_length=phase_length, random_state=rng)
+        return cls(features, theta, link, phase_length=phase_length, random_state=rng)
 
     # ---- properties --------------------------------------------------------------------------
     @property

@@ -7,6 +7,7 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.utils import Bunch, check_random_state
 
+from ..utils._pipeline import final_step
 from ..utils._sklearn_private import Interval, validate_params
 from ._base import _BaseAgent, _FeatureAgent, _FeatureFreeAgent
 from ._env import GLMDuelingEnv, _Oracle
@@ -123,7 +124,8 @@ class _SimulationScorer:
 
     def __call__(self, estimator, X=None, y=None):
         seeds = check_random_state(self.random_state).randint(np.iinfo(np.int32).max, size=self.n_repeats)
-        finals = [simulate(estimator, self.env, self.horizon, random_state=int(s)).regret[-1] for s in seeds]
+        agent, _ = final_step(estimator)  # the simulation uses no data: a Pipeline's agent is its last step
+        finals = [simulate(agent, self.env, self.horizon, random_state=int(s)).regret[-1] for s in seeds]
         value = float(np.mean(finals))
         return -(value / self.horizon if self.normalize else value)
 
@@ -153,7 +155,8 @@ def simulation_scorer(env, horizon, *, n_repeats=1, random_state=0, normalize=Fa
     to tune ``c_explore``, ``eta_scale``, ``gamma_scale``, ...: this tunes
     the agent **against a simulator**, not on logged data; the duels passed
     to ``GridSearchCV.fit`` only go through the agent's ``fit`` (which the
-    simulation then ignores).
+    simulation then ignores). A :class:`~sklearn.pipeline.Pipeline` is rated
+    by simulating its last step.
 
     Parameters
     ----------

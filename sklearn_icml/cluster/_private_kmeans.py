@@ -19,9 +19,11 @@ from ..privacy import (
     ContinualQuadtreeHistogram,
     PrivacyLeakWarning,
     gaussian_noise_scale,
+    grid_histogram,
     ledger_entry,
     noisy_group_sums,
     olh_count_std,
+    private_bounds,
     private_quadtree_histogram,
     split_budget,
 )
@@ -47,7 +49,7 @@ _SELECT_SHARE = 0.1
 #: Largest absolute coordinate of a box (squared distances stay finite).
 _MAX_ABS_BOUND = 1e150
 #: Parameters that define a partial_fit stream's privacy; changing them mid-stream is refused.
-_STREAM_PARAMS = ("epsilon", "delta", "bounds", "budget_split", "max_steps", "n_components", "n_levels",
+_STREAM_PARAMS = ("epsilon", "delta", "bounds", "bounds_share", "budget_split", "max_steps", "n_components", "n_levels",
                   "privacy", "algorithm", "n_repeats")
 
 
@@ -223,14 +225,22 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         for the budget and dimension (high dimension, small epsilon) and
         Laplace noise otherwise, so ``delta_spent_`` may be 0 (pure DP);
         ``0`` forces Laplace noise everywhere.
-    bounds : tuple (lower, upper) or None, default=None
-        Public box containing the data: scalars or arrays of shape
-        (n_features,). This is the privacy contract: records outside it are
-        clipped, and the noise is calibrated to it (finite, ``lower <
-        upper``, within +-1e150). ``None`` reads the box from the data, which
-        leaks, and warns with :class:`~sklearn_icml.privacy.PrivacyLeakWarning`
-        once per estimator instance and the clones made from it (so a grid
-        search warns once, not once per fit).
+    bounds : tuple (lower, upper), "data" or None, default=None
+        Box containing the data: records outside it are clipped, and the
+        noise is calibrated to it. A tuple is a **public** box, scalars or
+        arrays of shape (n_features,) (finite, ``lower < upper``, within
+        +-1e150): the best utility when it is known. ``None`` releases a
+        private box with :func:`~sklearn_icml.privacy.private_bounds` on
+        ``bounds_share * epsilon`` (in the ledger and ``epsilon_spent_``;
+        central model only); its edges are grid points, never data values,
+        and the few records in sparse tails beyond it are clipped.
+        ``"data"`` reads the box from the data's minimum and maximum and
+        publishes it in ``bounds_``, which no privacy guarantee covers: it
+        warns with :class:`~sklearn_icml.privacy.PrivacyLeakWarning` on every
+        fit and :meth:`partial_fit` step.
+    bounds_share : float, default=0.1
+        Share of ``epsilon`` spent on the private box when ``bounds=None``
+        (ignored otherwise); the fit spends the rest.
     privacy : {"central", "local"}, default="central"
         ``"central"``: a trusted curator adds the noise. ``"local"``: every
         record randomises its own report (cell ids through a frequency
@@ -306,7 +316,9 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
     n_iter_ : int
         DP-Lloyd rounds run, or the number of greedy thresholds tried.
     bounds_ : ndarray of shape (2, n_features)
-        The box used (lower, upper).
+        The box used (lower, upper): ``bounds``, the private box
+        (``bounds=None``) or the data's range (``bounds="data"``, not
+        private).
     n_components_ : int
         Dimension of the projected space.
     projection_ : ndarray of shape (n_features, `n_components_`)
@@ -353,8 +365,10 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
     -----
     Privacy: neighbouring datasets differ by one record added or removed
     (unbounded DP; replacing a record costs twice). The central fit is
-    ``(epsilon, delta)``-DP: a pure-DP tree (with a 5% share spent on the
-    noisy dataset size that sets the depth and the threshold), Laplace
+    ``(epsilon, delta)``-DP: with ``bounds=None`` first a private box on
+    ``bounds_share`` of ``epsilon`` (pure DP), then on the rest a pure-DP
+    tree (with a 5% share spent on the noisy dataset size that sets the
+    depth and the threshold), Laplace
     cluster counts and Gaussian cluster sums (Laplace, pure DP, when
     ``delta=0``), composed by basic composition so that ``epsilon_spent_ ==
     epsilon``. ``labels_`` and ``inertia_`` are computed from the raw data for
@@ -373,8 +387,9 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
     depends on the private data (whether some record lies far out), outside
     the privacy budget, so :meth:`fit` does not. The box itself must keep
     squared distances and noise scales finite in float64: declared bounds
-    beyond +-1e150 are refused, and so is ``bounds=None`` when the data's
-    range reaches that far (that box would come from the data anyway). The
+    beyond +-1e150 are refused, and so is ``bounds="data"`` when the data's
+    range reaches that far (that box would come from the data anyway); the
+    private box lies within +-2**498 by construction. The
     post-processing methods see the raw records: :meth:`transform` and
     :meth:`predict` compare a record whose squares would overflow with the
     centres after dividing both by a power of two (exact), so distances and
@@ -464,7 +479,8 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         "n_clusters": [Interval(Integral, 1, None, closed="left")],
         "epsilon": [Interval(Real, 0, np.inf, closed="neither")],
         "delta": [Interval(Real, 0, 1, closed="left")],
-        "bounds": [tuple, list, np.ndarray, None],
+        "bounds": [tuple, list, np.ndarray, StrOptions({"data"}), None],
+        "bounds_share": [Interval(Real, 0, 1, closed="neither")],
         "privacy": [StrOptions({"central", "local"})],
         "algorithm": [StrOptions({"greedy", "lloyd"})],
         "n_components": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
@@ -481,7 +497,7 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         "verbose": ["verbose"],
     }
 
-    def __init__(self, n_clusters=8, *, epsilon=1.0, delta=1e-6, bounds=None, privacy="central",
+    def __init__(self, n_clusters=8, *, epsilon=1.0, delta=1e-6, bounds=None, bounds_share=0.1, privacy="central",
                  algorithm="greedy", n_components="auto", n_levels="auto", threshold_factor=1.5,
                  max_centers_factor=4.0, budget_split=(0.5, 0.25, 0.25), max_iter="auto", max_steps=32,
                  n_repeats=1, n_init=10, device="cpu", random_state=None, verbose=0):
@@ -489,6 +505,7 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         self.epsilon = epsilon
         self.delta = delta
         self.bounds = bounds
+        self.bounds_share = bounds_share
         self.privacy = privacy
         self.algorithm = algorithm
         self.n_components = n_components
@@ -520,30 +537,30 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
             )
         return split / split.sum()
 
-    def __sklearn_clone__(self):
-        # clones share the instance's "leak already reported" flag, so a grid search warns once
-        new = super().__sklearn_clone__()
-        new._leak_warned = self.__dict__.setdefault("_leak_warned", [False])
-        return new
-
-    def _warn_leak(self):
-        flag = self.__dict__.setdefault("_leak_warned", [False])
-        if flag[0]:
-            return
-        flag[0] = True
-        warnings.warn(
-            f"{type(self).__name__}: bounds=None, so the box is computed from the private data, which "
-            f"leaks; pass public bounds=(lower, upper) to keep the differential-privacy guarantee. (Reported "
-            f"once per estimator and its clones.)",
-            PrivacyLeakWarning,
-            stacklevel=4,
-        )
-
-    def _resolve_bounds(self, d, data_range):
-        """The box: public ``bounds``, or ``data_range()`` (the data's per-feature min and max, a leak)."""
+    def _resolve_bounds(self, d, histogram, data_range, rng):
+        """The box and its ledger: public ``bounds``; ``None``: a private box (:func:`private_bounds`) from the
+        counts ``histogram(radius)`` on ``bounds_share * epsilon``; ``"data"``: ``data_range()``, the data's
+        per-feature min and max (not private; warns on every call)."""
         name = type(self).__name__
+        ledger = []
         if self.bounds is None:
-            self._warn_leak()
+            if self.privacy != "central":
+                raise ValueError(
+                    f"{name}: privacy={self.privacy!r} needs public bounds=(lower, upper): the private box "
+                    f"(bounds=None) is a release of a curator who sees the records, which the local model has not."
+                )
+            eps_box = split_budget(self.epsilon, [self.bounds_share, 1.0 - self.bounds_share])[0]
+            box = private_bounds(histogram, eps_box, random_state=rng)
+            if not box.found:
+                warnings.warn(f"{type(self).__name__}: the private box found no magnitude bin of {box.threshold[0]} "
+                              "noisy records or more (too few records for bounds_share * epsilon), so its radius is "
+                              "the fallback 1. Pass public bounds=(lower, upper).", UserWarning, stacklevel=4)
+            lower, upper, ledger = box.lower, box.upper, box.ledger
+        elif isinstance(self.bounds, str):  # "data"
+            warnings.warn(
+                f"{name}: bounds='data' reads the box from the private data and publishes it in bounds_, which "
+                "no differential-privacy guarantee covers; pass public bounds=(lower, upper), or bounds=None for "
+                "a private box.", PrivacyLeakWarning, stacklevel=4)
             lower, upper = data_range()
             flat = upper <= lower  # a constant feature: any box around it will do
             lower, upper = np.where(flat, lower - 0.5, lower), np.where(flat, upper + 0.5, upper)
@@ -563,11 +580,11 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
             if np.any(upper <= lower):
                 raise ValueError(f"{name}: bounds must satisfy lower < upper; got {self.bounds!r}.")
         if np.any(np.abs(lower) > _MAX_ABS_BOUND) or np.any(np.abs(upper) > _MAX_ABS_BOUND):
-            got = (f"bounds=None and the data's range reaches {max(np.abs(lower).max(), np.abs(upper).max()):.3g}, "
-                   "so pass public bounds or rescale X" if self.bounds is None else f"got {self.bounds!r}")
+            got = (f"bounds='data' and the data's range reaches {max(np.abs(lower).max(), np.abs(upper).max()):.3g}, "
+                   "so pass public bounds or rescale X" if isinstance(self.bounds, str) else f"got {self.bounds!r}")
             raise ValueError(f"{name}: bounds must lie within +-{_MAX_ABS_BOUND:g} (squared distances and noise "
                              f"scales must stay finite in float64); {got}.")
-        return np.stack([lower, upper]).astype(np.float64)
+        return np.stack([lower, upper]).astype(np.float64), ledger
 
     def _check_repeats(self, stream=False):
         if self.n_repeats > 1 and (stream or self.privacy != "central"):
@@ -626,19 +643,22 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         rng = check_random_state(self.random_state)
         self._check_repeats()
         if is_dask_collection(X):
-            self.bounds_ = self._resolve_bounds(records.d, records.data_range)
+            self.bounds_, box_ledger = self._resolve_bounds(records.d, records.grid_histogram,
+                                                            records.data_range, rng)
             records.set_bounds(self.bounds_)
         else:
-            self.bounds_ = self._resolve_bounds(X.shape[1], lambda: (X.min(axis=0), X.max(axis=0)))
+            self.bounds_, box_ledger = self._resolve_bounds(X.shape[1], lambda radius: grid_histogram(X, radius),
+                                                            lambda: (X.min(axis=0), X.max(axis=0)), rng)
             records = _Records(X, self.bounds_, self.privacy, device, self.device)
+        box_spent = [e["epsilon"] for e in box_ledger]
         for name in ("_stream", "_geometry", "_stream_params"):
             self.__dict__.pop(name, None)
         self.n_steps_ = 0
         R = self.n_repeats
         if R == 1:
-            eps_runs, delta_runs = [float(self.epsilon)], [float(self.delta)]
+            eps_runs, delta_runs = split_budget(self.epsilon, [1.0], spent=box_spent), [float(self.delta)]
         else:
-            eps_runs = split_budget(self.epsilon, [(1.0 - _SELECT_SHARE) / R] * R + [_SELECT_SHARE])
+            eps_runs = split_budget(self.epsilon, [(1.0 - _SELECT_SHARE) / R] * R + [_SELECT_SHARE], spent=box_spent)
             delta_runs = split_budget(self.delta, [1.0] * R) if self.delta > 0 else [0.0] * R
         runs = []
         for r in range(R):
@@ -652,11 +672,12 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
             ledger = [dict(e, label=f"repeat {r + 1}: {e['label']}") for r, run in enumerate(runs)
                       for e in run["privacy_ledger_"]]
             # the choice spends the remainder, so that the ledger adds up to at most epsilon exactly
-            eps_select = split_budget(self.epsilon, [1.0], spent=[e["epsilon"] for e in ledger])[0]
+            eps_select = split_budget(self.epsilon, [1.0], spent=box_spent + [e["epsilon"] for e in ledger])[0]
             chosen, entry = self._select_run(records, [run["cluster_centers_"] for run in runs], eps_select, rng)
             state = dict(runs[chosen], privacy_ledger_=ledger + [entry])
             self._log(f"boosting: the exponential mechanism chose run {chosen + 1} of {R}")
         self.selected_repeat_ = 0 if R == 1 else chosen
+        state["privacy_ledger_"] = box_ledger + state["privacy_ledger_"]
         for key, value in state.items():
             setattr(self, key, value)
         self._finish(records, dtype)
@@ -868,9 +889,14 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         self._check_repeats(stream=True)
         if first:
             if dask_input:
-                self._start_stream(records.n, records.d, records.data_range)
+                self._start_stream(records.n, records.d, records.grid_histogram, records.data_range)
             else:
-                self._start_stream(len(X), X.shape[1], lambda: (X.min(axis=0), X.max(axis=0)))
+                self._start_stream(len(X), X.shape[1], lambda radius: grid_histogram(X, radius),
+                                   lambda: (X.min(axis=0), X.max(axis=0)))
+        elif isinstance(self.bounds, str):
+            warnings.warn(f"{type(self).__name__}: bounds='data' read the stream's box from its first batch and "
+                          "publishes it in bounds_, which no differential-privacy guarantee covers.",
+                          PrivacyLeakWarning, stacklevel=3)
         elif self.n_steps_ >= self.max_steps:
             raise ValueError(
                 f"{type(self).__name__}.partial_fit: the budget covers max_steps={self.max_steps} steps and "
@@ -917,19 +943,19 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         self._finish(records, dtype)
         return self
 
-    def _start_stream(self, n, d, data_range):
+    def _start_stream(self, n, d, histogram, data_range):
         split = self._split()
         rng = check_random_state(self.random_state)
-        self.bounds_ = self._resolve_bounds(d, data_range)
+        self.bounds_, ledger = self._resolve_bounds(d, histogram, data_range, rng)
+        box_spent = [e["epsilon"] for e in ledger]
         tree_share = split[0] + split[1]
-        ledger = []
         if self.n_levels == "auto" or self.n_components == "auto":
             eps_size, eps_tree, eps_sum = split_budget(
-                self.epsilon, [tree_share * _SIZE_SHARE, tree_share * (1 - _SIZE_SHARE), split[2]])
+                self.epsilon, [tree_share * _SIZE_SHARE, tree_share * (1 - _SIZE_SHARE), split[2]], spent=box_spent)
             n_hat, entry = self._noisy_size(n, eps_size, rng)
             ledger.append(entry)
         else:
-            eps_tree, eps_sum = split_budget(self.epsilon, [tree_share, split[2]])
+            eps_tree, eps_sum = split_budget(self.epsilon, [tree_share, split[2]], spent=box_spent)
             n_hat = float(n)
         self.n_components_ = self._n_components(d, n_hat, self.epsilon)
         geometry = _Geometry(*self.bounds_, self.n_components_, rng)

@@ -14,9 +14,11 @@ local model, where no one may see raw records, is refused.
 
 Passes over the data (each pass computes every statistic it can at once):
 
-* the size, with the per-feature range when ``bounds=None``: none for a Dask
+* the size, with the per-feature range when ``bounds="data"``: none for a Dask
   array with known chunks and public ``bounds`` (the size is its shape); one
   otherwise (a DataFrame's partition lengths are unknown until read);
+* with ``bounds=None``, two for the counts of the private box's two grids
+  (additive over blocks; the noise is drawn once, on the client);
 * one per quadtree level: inherent, since the candidate cells of a level are
   the children of the cells whose *noisy* counts of the level above passed the
   threshold, and that noise is drawn on the client between the passes
@@ -38,7 +40,7 @@ from functools import partial
 import numpy as np
 from sklearn.utils import check_array, check_random_state
 
-from ..privacy import QuadtreeHistogram, ledger_entry
+from ..privacy import QuadtreeHistogram, grid_histogram, ledger_entry
 from ..privacy._cells import check_geometry, pack_keys, unit_cells
 from ..privacy._continual import merge_step_tables
 from ..privacy._quadtree import grow_tree, to_unit
@@ -63,6 +65,10 @@ def _summary(block, **kw):
     if not len(X):
         return np.zeros(1), np.full(X.shape[1], np.inf), np.full(X.shape[1], -np.inf)
     return np.array([float(len(X))]), X.min(axis=0), X.max(axis=0)
+
+
+def _histogram(block, radius, **kw):
+    return grid_histogram(_matrix(block, **kw), radius)
 
 
 def _merge_summary(parts):
@@ -159,6 +165,10 @@ class _DaskRecords:
             n, lo, hi = reduce_blocks(partial(_summary, **self.kw), self.blocks, combine=_merge_summary)
             self._summary = (int(n[0]), lo, hi)
         return self._summary
+
+    def grid_histogram(self, radius):
+        """One pass: the exact counts of a grid of the private box (:func:`~sklearn_icml.privacy.grid_histogram`)."""
+        return reduce_blocks(partial(_histogram, radius=radius, **self.kw), self.blocks)
 
     def data_range(self):
         _, lo, hi = self._summarize()

@@ -1,7 +1,7 @@
 """AutoLinear: self-supervised encoders per domain, linear maps between their latent codes (S5)."""
 
 import warnings
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMixin, clone
@@ -13,7 +13,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils._random import draw_seed
 from ..utils._sklearn_private import HasMethods, Interval, StrOptions, _fit_context
-from ..utils._torch import as_numpy, resolve_device
+from ..utils._torch import as_numpy
+from ..utils._torch_base import TorchEstimatorMixin
 from ._bridges import fit_bridge, refine_in_output_space
 from ._mae import MAE_CONSTRAINTS, MaskedAutoencoder, check_layer_sizes, check_scale
 
@@ -22,7 +23,8 @@ __all__ = ["AutoLinear"]
 _ENCODER = [StrOptions({"mae", "pca"}), HasMethods(["fit", "transform", "inverse_transform"])]
 
 
-class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMixin, BaseEstimator):
+class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMixin, TorchEstimatorMixin,
+                 BaseEstimator):
     """Auto-Linear: one self-supervised encoder-decoder per domain, linear maps between the latent codes.
 
     Read more in the :ref:`User Guide <cross_domain>`.
@@ -56,9 +58,12 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
     bridge : {"ridge", "pls", "linear"}, default="ridge"
         The linear maps: :class:`~sklearn.linear_model.RidgeCV` over
         ``bridge_alphas`` (leave-one-out choice of the penalty),
-        :class:`~sklearn.cross_decomposition.PLSRegression` (as many components
-        as the smaller latent space, at most ``n_pairs - 1``; always fitted on
-        the latent codes) or least squares.
+        partial least squares (the model of
+        :class:`~sklearn.cross_decomposition.PLSRegression`, its weights by an
+        SVD so that no power iteration can stop short; as many components as
+        the smaller latent space, at most ``n_pairs - 1``, fewer where the
+        residuals are already uncorrelated; always fitted on the latent codes)
+        or least squares.
     bridge_alphas : array-like of float, default=None
         Penalties tried by the ridge bridges; ``None``: ``np.logspace(-4, 4, 17)``.
     bridge_space : {"output", "latent"}, default="output"
@@ -91,6 +96,16 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
         Masked autoencoders' rows per step.
     learning_rate : float, default=2e-3
         Masked autoencoders' initial step size.
+    early_stopping : bool, default=False
+        Masked autoencoders' early stopping on held-out rows (see
+        :class:`MaskedAutoencoder`; their ``validation_scores_`` record it).
+    validation_fraction : float, default=0.1
+        Masked autoencoders' share of held-out rows under ``early_stopping``.
+    n_iter_no_change : int, default=10
+        Masked autoencoders' epochs without improvement tolerated under
+        ``early_stopping``.
+    tol : float, default=1e-4
+        Masked autoencoders' minimal improvement of the validation loss.
     device : {"cpu", "auto", "cuda"}, default="cpu"
         Where the masked autoencoders train and encode; the bridges are
         closed-form on the CPU.
@@ -212,7 +227,8 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
     def __init__(self, encoder_x="mae", encoder_y="mae", *, n_components_x=32, n_components_y=16, bridge="ridge",
                  bridge_alphas=None, bridge_space="output", refit_encoders=True, architecture="mlp", input_shape_x=None,
                  input_shape_y=None, hidden_layer_sizes=(128, 128), mask_ratio=0.25, patch_size=1, max_iter=1500,
-                 batch_size=128, learning_rate=2e-3, device="cpu", random_state=None, verbose=0):
+                 batch_size=128, learning_rate=2e-3, early_stopping=False, validation_fraction=0.1, n_iter_no_change=10,
+                 tol=1e-4, device="cpu", random_state=None, verbose=0):
         self.encoder_x = encoder_x
         self.encoder_y = encoder_y
         self.n_components_x = n_components_x
@@ -230,6 +246,10 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
         self.max_iter = max_iter
         self.batch_size = batch_size
         self.learning_rate = learning_rate
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -242,7 +262,9 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
                 n_components=n_components, architecture=self.architecture, input_shape=input_shape,
                 hidden_layer_sizes=self.hidden_layer_sizes, mask_ratio=self.mask_ratio, patch_size=self.patch_size,
                 max_iter=self.max_iter, batch_size=self.batch_size, learning_rate=self.learning_rate,
-                device=device, random_state=seed, verbose=self.verbose)
+                early_stopping=self.early_stopping, validation_fraction=self.validation_fraction,
+                n_iter_no_change=self.n_iter_no_change, tol=self.tol, device=device, random_state=seed,
+                verbose=self.verbose)
         if isinstance(spec, str) and spec == "pca":
             return PCA(n_components=n_components, random_state=seed)
         return clone(spec)
@@ -302,49 +324,54 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
             Fitted estimator.
         """
         name = type(self).__name__
-        device = resolve_device(self.device)
-        self.device_ = device.type
-        X, y = validate_data(self, as_numpy(X), as_numpy(y), dtype=np.float64, multi_output=True, y_numeric=True,
-                             ensure_min_samples=2)
-        single = y.ndim == 1 or y.shape[1] == 1
-        Y = y.reshape(len(y), -1)
-        self.n_outputs_ = Y.shape[1]
-        X_unpaired = self._check_pool(X_unpaired, "X_unpaired", X.shape[1], "X")
-        y_unpaired = self._check_pool(y_unpaired, "y_unpaired", Y.shape[1], "y")
-        for label, A in (("X", X), ("y", Y), ("X_unpaired", X_unpaired), ("y_unpaired", y_unpaired)):
-            if A is not None:
-                check_scale(A, name, label)
-        if single and y_unpaired is not None:
-            warnings.warn(f"{name}: y has a single column, which is its own latent code; y_unpaired is unused.",
-                          UserWarning, stacklevel=2)
-        check_layer_sizes(name, self.hidden_layer_sizes)
-        rng = check_random_state(self.random_state)
-        seed_x, seed_y = draw_seed(rng), draw_seed(rng)
-        device_name = device.type
+        if self.bridge_alphas is not None:
+            alphas = np.asarray(self.bridge_alphas, dtype=object).reshape(-1)
+            if alphas.size == 0 or not all(isinstance(a, Real) and not isinstance(a, bool) and 0 < a < np.inf
+                                           for a in alphas):
+                raise ValueError(f"{name}: bridge_alphas must be a non-empty list of positive finite penalties (or "
+                                 f"None for the default grid); got {self.bridge_alphas!r}.")
+        with self._torch_fit_context():
+            X, y = validate_data(self, as_numpy(X), as_numpy(y), dtype=np.float64, multi_output=True, y_numeric=True,
+                                 ensure_min_samples=2)
+            single = y.ndim == 1 or y.shape[1] == 1
+            Y = y.reshape(len(y), -1)
+            self.n_outputs_ = Y.shape[1]
+            X_unpaired = self._check_pool(X_unpaired, "X_unpaired", X.shape[1], "X")
+            y_unpaired = self._check_pool(y_unpaired, "y_unpaired", Y.shape[1], "y")
+            for label, A in (("X", X), ("y", Y), ("X_unpaired", X_unpaired), ("y_unpaired", y_unpaired)):
+                if A is not None:
+                    check_scale(A, name, label)
+            if single and y_unpaired is not None:
+                warnings.warn(f"{name}: y has a single column, which is its own latent code; y_unpaired is unused.",
+                              UserWarning, stacklevel=2)
+            check_layer_sizes(name, self.hidden_layer_sizes)
+            rng = check_random_state(self.random_state)
+            seed_x, seed_y = draw_seed(rng), draw_seed(rng)
+            device_name = self.device_  # the resolved device, passed on to the encoders
 
-        pool_x = X if X_unpaired is None else np.vstack([X, X_unpaired])
-        self.encoder_x_ = self._fitted_encoder(self.encoder_x, "encoder_x", pool_x,
-                                               self._clip(self.n_components_x, self.encoder_x, pool_x),
-                                               self.input_shape_x, seed_x, device_name)
-        Z_x = np.asarray(self.encoder_x_.transform(X), dtype=np.float64)
-        if single:
-            self.encoder_y_ = None
-            Z_y = Y[:, 0]
-        else:
-            pool_y = Y if y_unpaired is None else np.vstack([Y, y_unpaired])
-            self.encoder_y_ = self._fitted_encoder(self.encoder_y, "encoder_y", pool_y,
-                                                   self._clip(self.n_components_y, self.encoder_y, pool_y),
-                                                   self.input_shape_y, seed_y, device_name)
-            Z_y = np.asarray(self.encoder_y_.transform(Y), dtype=np.float64)
-        self.n_components_x_ = Z_x.shape[1]
-        self.n_components_y_ = 1 if Z_y.ndim == 1 else Z_y.shape[1]
-        Z_y2 = Z_y.reshape(len(Z_y), -1)
-        latent_inverse, self.bridge_inverse_ = self._bridge(Z_x, Z_y, Y, self.encoder_y_)
-        _, self.bridge_forward_ = self._bridge(Z_y2, Z_x, X, self.encoder_x_)
-        self.n_iter_ = max([getattr(e, "n_iter_", 0) for e in (self.encoder_x_, self.encoder_y_)
-                            if isinstance(e, MaskedAutoencoder)] or [0])
-        self.latent_r2_ = float(r2_score(Z_y, latent_inverse.predict(Z_x), multioutput="variance_weighted"))
-        self._y_1d = y.ndim == 1
+            pool_x = X if X_unpaired is None else np.vstack([X, X_unpaired])
+            self.encoder_x_ = self._fitted_encoder(self.encoder_x, "encoder_x", pool_x,
+                                                   self._clip(self.n_components_x, self.encoder_x, pool_x),
+                                                   self.input_shape_x, seed_x, device_name)
+            Z_x = np.asarray(self.encoder_x_.transform(X), dtype=np.float64)
+            if single:
+                self.encoder_y_ = None
+                Z_y = Y[:, 0]
+            else:
+                pool_y = Y if y_unpaired is None else np.vstack([Y, y_unpaired])
+                self.encoder_y_ = self._fitted_encoder(self.encoder_y, "encoder_y", pool_y,
+                                                       self._clip(self.n_components_y, self.encoder_y, pool_y),
+                                                       self.input_shape_y, seed_y, device_name)
+                Z_y = np.asarray(self.encoder_y_.transform(Y), dtype=np.float64)
+            self.n_components_x_ = Z_x.shape[1]
+            self.n_components_y_ = 1 if Z_y.ndim == 1 else Z_y.shape[1]
+            Z_y2 = Z_y.reshape(len(Z_y), -1)
+            latent_inverse, self.bridge_inverse_ = self._bridge(Z_x, Z_y, Y, self.encoder_y_)
+            _, self.bridge_forward_ = self._bridge(Z_y2, Z_x, X, self.encoder_x_)
+            self.n_iter_ = max([getattr(e, "n_iter_", 0) for e in (self.encoder_x_, self.encoder_y_)
+                                if isinstance(e, MaskedAutoencoder)] or [0])
+            self.latent_r2_ = float(r2_score(Z_y, latent_inverse.predict(Z_x), multioutput="variance_weighted"))
+            self._y_1d = y.ndim == 1
         return self
 
     def _bridge(self, Z_in, Z_out, rows_out, decoder):

@@ -1,6 +1,7 @@
 """The linear maps between latent codes of :class:`AutoLinear`, fitted on the CPU.
 
-:func:`fit_bridge` fits a map in closed form on the latent codes;
+:func:`fit_bridge` fits a map in closed form on the latent codes (:class:`SVDPLSRegression` for
+``bridge="pls"``);
 :func:`refine_in_output_space` then moves an affine map so that the frozen
 decoder of the target domain reproduces the target rows (the converter
 trained through the decoder, with the ridge penalty of the latent fit).
@@ -9,10 +10,10 @@ trained through the decoder, with the ridge penalty of the latent fit).
 import copy
 
 import numpy as np
-from sklearn.cross_decomposition import PLSRegression
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.linear_model import LinearRegression, RidgeCV
 
-__all__ = ["DEFAULT_BRIDGE_ALPHAS", "fit_bridge", "refine_in_output_space"]
+__all__ = ["DEFAULT_BRIDGE_ALPHAS", "SVDPLSRegression", "fit_bridge", "refine_in_output_space"]
 
 #: Ridge penalties tried by the "ridge" bridge when ``bridge_alphas`` is None.
 DEFAULT_BRIDGE_ALPHAS = np.logspace(-4, 4, 17)
@@ -22,12 +23,106 @@ DEFAULT_BRIDGE_ALPHAS = np.logspace(-4, 4, 17)
 _REFINE_ITER = 50
 
 
+#: Relative standard deviation below which a latent column is numerically constant (round-off of a null direction).
+_NULL_STD = 1e-12
+
+
 def _alphas(alphas):
     return DEFAULT_BRIDGE_ALPHAS if alphas is None else np.asarray(alphas, dtype=np.float64)
 
 
+class SVDPLSRegression(RegressorMixin, BaseEstimator):
+    """PLS regression (PLS2, regression deflation) whose weights come from an SVD.
+
+    The model of :class:`~sklearn.cross_decomposition.PLSRegression` with
+    ``scale=True``: ``X`` and ``y`` centred and divided by their standard
+    deviations (``ddof=1``; a column whose deviation is below ``1e-12`` times
+    the largest, such as the last principal component of ``n`` codes from
+    ``n`` rows, is numerically constant and is left unscaled rather than
+    blown up to unit variance); component ``k`` takes as weights the first left
+    singular vector of ``X_k^T y_k`` (the fixed point of the NIPALS power
+    method), then deflates ``X_k`` and ``y_k`` on the scores ``t = X_k w``.
+    The singular vector comes from LAPACK's SVD, so no iteration limit can
+    be reached and no convergence warning is raised, whatever the gap
+    between the singular values. Components stop early, without a warning,
+    once the largest singular value of ``X_k^T y_k`` falls below
+    ``n_samples * eps`` times the first one: the residuals of ``X`` and
+    ``y`` are then uncorrelated and a further component would fit noise of
+    the floating-point kind; ``n_components_`` records how many were kept.
+
+    Parameters
+    ----------
+    n_components : int, default=2
+        Largest number of components.
+
+    Attributes
+    ----------
+    n_components_ : int
+        Components kept.
+    coef_ : ndarray of shape (n_targets, n_features)
+        The linear map on the raw inputs.
+    intercept_ : ndarray of shape (n_targets,)
+        Intercept (the mean of ``y``, as in scikit-learn's PLS).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_icml.cross_domain._bridges import SVDPLSRegression
+    >>> X = np.random.default_rng(0).normal(size=(20, 3))
+    >>> y = X @ [1.0, -2.0, 0.5] + 3.0
+    >>> pls = SVDPLSRegression(n_components=3).fit(X, y)
+    >>> bool(np.allclose(pls.predict(X), y))
+    True
+    """
+
+    def __init__(self, n_components=2):
+        self.n_components = n_components
+
+    def fit(self, X, y):
+        X = np.array(X, dtype=np.float64)
+        Y = np.array(y, dtype=np.float64)
+        self._y_1d = Y.ndim == 1
+        Y = Y.reshape(len(Y), -1)
+        x_mean, y_mean = X.mean(axis=0), Y.mean(axis=0)
+        x_std, y_std = X.std(axis=0, ddof=1), Y.std(axis=0, ddof=1)
+        x_std[x_std <= _NULL_STD * x_std.max(initial=0.0)] = 1.0
+        y_std[y_std <= _NULL_STD * y_std.max(initial=0.0)] = 1.0
+        Xk, Yk = (X - x_mean) / x_std, (Y - y_mean) / y_std
+        weights, x_loadings, y_loadings = [], [], []
+        first = None
+        for _ in range(self.n_components):
+            U, s, _ = np.linalg.svd(Xk.T @ Yk, full_matrices=False)
+            first = s[0] if first is None else first
+            if s[0] <= len(X) * np.finfo(np.float64).eps * max(first, np.finfo(np.float64).tiny):
+                break
+            w = U[:, 0]
+            t = Xk @ w
+            tt = t @ t
+            p, q = t @ Xk / tt, t @ Yk / tt
+            Xk = Xk - np.outer(t, p)
+            Yk = Yk - np.outer(t, q)
+            weights.append(w)
+            x_loadings.append(p)
+            y_loadings.append(q)
+        self.n_components_ = len(weights)
+        if self.n_components_ == 0:
+            coef = np.zeros((X.shape[1], Y.shape[1]))
+        else:
+            W, P, Q = (np.column_stack(a) for a in (weights, x_loadings, y_loadings))
+            coef = W @ np.linalg.pinv(P.T @ W) @ Q.T  # (n_features, n_targets) on the standardised scale
+        self.coef_ = (coef * y_std).T / x_std
+        self.intercept_ = y_mean
+        self._x_mean = x_mean
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def predict(self, X):
+        out = (np.asarray(X, dtype=np.float64) - self._x_mean) @ self.coef_.T + self.intercept_
+        return out[:, 0] if self._y_1d else out
+
+
 def fit_bridge(kind, Z_in, Z_out, alphas):
-    """A fitted linear map ``Z_in -> Z_out``: RidgeCV (efficient leave-one-out), PLS or least squares.
+    """A fitted linear map ``Z_in -> Z_out``: RidgeCV (efficient leave-one-out), PLS (by SVD) or least squares.
 
     ``Z_out`` may be 1-D (a single target). PLS uses as many components as the
     smaller latent space allows (at most ``n_samples - 1``).
@@ -37,7 +132,7 @@ def fit_bridge(kind, Z_in, Z_out, alphas):
     if kind == "pls":
         n_out = 1 if Z_out.ndim == 1 else Z_out.shape[1]
         k = max(1, min(Z_in.shape[1], n_out, Z_in.shape[0] - 1))
-        return PLSRegression(n_components=k).fit(Z_in, Z_out)
+        return SVDPLSRegression(n_components=k).fit(Z_in, Z_out)
     return LinearRegression().fit(Z_in, Z_out)
 
 

@@ -15,15 +15,8 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
-from ..utils._torch import (
-    DEVICE_CONSTRAINT,
-    as_numpy,
-    resolve_device,
-    to_numpy,
-    to_tensor,
-    torch_generator,
-    torch_threads,
-)
+from ..utils._torch import as_numpy, to_numpy, to_tensor
+from ..utils._torch_base import TorchEstimatorMixin
 from ..utils._validation import standardization
 
 __all__ = ["MaskedAutoencoder"]
@@ -37,13 +30,9 @@ MAE_CONSTRAINTS = {
     "hidden_layer_sizes": [tuple, list],
     "mask_ratio": [Interval(Real, 0, 1, closed="left")],
     "patch_size": [Interval(Integral, 1, None, closed="left")],
-    "max_iter": [Interval(Integral, 1, None, closed="left")],
-    "batch_size": [Interval(Integral, 1, None, closed="left")],
     # the networks train in float32: a larger step size cannot even be represented
     "learning_rate": [Interval(Real, 0, float(np.finfo(np.float32).max), closed="neither")],
-    "device": DEVICE_CONSTRAINT,
     "random_state": ["random_state"],
-    "verbose": ["verbose"],
 }
 
 
@@ -64,7 +53,7 @@ def check_layer_sizes(name, sizes, label="hidden_layer_sizes"):
     return sizes
 
 
-class MaskedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class MaskedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, TorchEstimatorMixin, BaseEstimator):
     """Masked autoencoder of one domain: self-supervised latent codes and a decoder back to the data.
 
     Read more in the :ref:`User Guide <cross_domain>`.
@@ -106,6 +95,19 @@ class MaskedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
     learning_rate : float, default=2e-3
         Adam's initial step size, annealed to 0 by a cosine schedule over the
         steps.
+    early_stopping : bool, default=False
+        Hold out ``validation_fraction`` of the rows and stop when their
+        masked-reconstruction loss has not improved by ``tol`` for more than
+        ``n_iter_no_change`` epochs; the network of the best validation loss
+        is kept. Without it every step of ``max_iter`` runs: the training loss
+        over fresh random masks is too noisy to stop on.
+    validation_fraction : float, default=0.1
+        Share of the rows held out when ``early_stopping``.
+    n_iter_no_change : int, default=10
+        Epochs without an improvement of at least ``tol`` tolerated (with
+        ``early_stopping``).
+    tol : float, default=1e-4
+        Minimal decrease of the validation loss counted as an improvement.
     device : {"cpu", "auto", "cuda"}, default="cpu"
         Where training and encoding run.
     random_state : int, RandomState instance or None, default=None
@@ -128,8 +130,12 @@ class MaskedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         The grid of a row.
     loss_curve_ : list of float
         Mean masked-reconstruction loss (on standardised data) of each epoch.
+    validation_scores_ : list of float or None
+        Masked-reconstruction loss of the held-out rows at each epoch (lower
+        is better) with ``early_stopping``, else None.
     n_iter_ : int
-        Optimiser steps run (``max_iter`` rounded up to whole epochs).
+        Optimiser steps run (``max_iter`` rounded up to whole epochs, fewer
+        when early stopping ends the training).
     device_ : str
         Where the network was trained.
     n_features_in_ : int
@@ -189,7 +195,8 @@ class MaskedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
     }
 
     def __init__(self, n_components=16, *, architecture="mlp", input_shape=None, hidden_layer_sizes=(128, 128),
-                 mask_ratio=0.25, patch_size=1, max_iter=1500, batch_size=128, learning_rate=2e-3, device="cpu",
+                 mask_ratio=0.25, patch_size=1, max_iter=1500, batch_size=128, learning_rate=2e-3,
+                 early_stopping=False, validation_fraction=0.1, n_iter_no_change=10, tol=1e-4, device="cpu",
                  random_state=None, verbose=0):
         self.n_components = n_components
         self.architecture = architecture
@@ -200,6 +207,10 @@ class MaskedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         self.max_iter = max_iter
         self.batch_size = batch_size
         self.learning_rate = learning_rate
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -235,25 +246,23 @@ class MaskedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         from ..utils._training import fit_module
         from ._mae_networks import ConvAutoencoder, MLPAutoencoder, masked_reconstruction_step
 
-        device = resolve_device(self.device)
-        self.device_ = device.type
         name = type(self).__name__
-        X = validate_data(self, as_numpy(X), dtype=np.float64)
-        check_scale(X, name, "X")
-        n, p = X.shape
-        sizes = check_layer_sizes(name, self.hidden_layer_sizes)
-        shape = self._check_shape(p)
-        if self.architecture == "conv" and not sizes:
-            raise ValueError(f"{name}: architecture='conv' needs at least one convolution in hidden_layer_sizes; "
-                             f"got {self.hidden_layer_sizes!r}.")
-        if self.architecture == "mlp":
-            self.mean_, self.scale_ = standardization(X)
-        else:  # one mean and scale for the whole field, so the convolutions see its spatial structure
-            self.mean_, self.scale_ = (np.full(p, m[0]) for m in standardization(X.reshape(-1, 1)))
-        self.input_shape_ = shape
-        self.n_components_ = int(self.n_components)
-        generator = torch_generator(self.random_state)
-        with torch_threads():
+        with self._torch_fit_context() as ctx:
+            X = validate_data(self, as_numpy(X), dtype=np.float64)
+            check_scale(X, name, "X")
+            n, p = X.shape
+            sizes = check_layer_sizes(name, self.hidden_layer_sizes)
+            shape = self._check_shape(p)
+            if self.architecture == "conv" and not sizes:
+                raise ValueError(f"{name}: architecture='conv' needs at least one convolution in hidden_layer_sizes; "
+                                 f"got {self.hidden_layer_sizes!r}.")
+            if self.architecture == "mlp":
+                self.mean_, self.scale_ = standardization(X)
+            else:  # one mean and scale for the whole field, so the convolutions see its spatial structure
+                self.mean_, self.scale_ = (np.full(p, m[0]) for m in standardization(X.reshape(-1, 1)))
+            self.input_shape_ = shape
+            self.n_components_ = int(self.n_components)
+            generator = ctx.generator
             if self.architecture == "mlp":
                 module = MLPAutoencoder(p, sizes, self.n_components_, generator)
             else:
@@ -265,19 +274,23 @@ class MaskedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
             Xs = ((X - self.mean_) / self.scale_).astype(np.float32)
             result = fit_module(
                 module, Xs, None, train_step=step, max_iter=epochs, batch_size=batch_size,
-                learning_rate=self.learning_rate, optimizer="adam", n_iter_no_change=epochs, tol=0.0,
-                lr_schedule="cosine", lr_schedule_interval="batch", device=device, random_state=generator,
+                learning_rate=self.learning_rate, optimizer="adam", early_stopping=self.early_stopping,
+                validation_fraction=self.validation_fraction,
+                n_iter_no_change=self.n_iter_no_change if self.early_stopping else epochs,
+                tol=self.tol if self.early_stopping else 0.0,
+                lr_schedule="cosine", lr_schedule_interval="batch", device=ctx.device, random_state=generator,
                 verbose=self.verbose, name=name)
             self.module_ = result.module.to(dtype=torch.float64)
         self.loss_curve_ = list(result.loss_curve)
+        self.validation_scores_ = result.validation_scores
         self.n_iter_ = result.n_iter * batches
         return self
 
     def _inference_module(self):
         import torch
 
-        if self.device_ == "cuda" and torch.cuda.is_available():
-            return copy.deepcopy(self.module_).to("cuda"), torch.device("cuda")
+        if self.device_.startswith("cuda") and torch.cuda.is_available():
+            return copy.deepcopy(self.module_).to(self.device_), torch.device(self.device_)
         return self.module_, torch.device("cpu")
 
     def _apply(self, A, method):
@@ -285,7 +298,7 @@ class MaskedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
 
         module, device = self._inference_module()
         out = []
-        with torch_threads(), torch.no_grad():
+        with self._torch_context(), torch.no_grad():
             for lo in range(0, A.shape[0], _INFERENCE_ROWS):
                 chunk = to_tensor(A[lo:lo + _INFERENCE_ROWS], device, torch.float64)
                 out.append(to_numpy(getattr(module, method)(chunk), np.float64))

@@ -1,6 +1,10 @@
 """DAGs for stage scheduling (S14): a generator with the released graphs' statistics, and the two released graphs.
 
-The two graphs in ``data/`` come unchanged from the public release of
+Both return a :class:`~sklearn.utils.Bunch` of plain arrays (edges, node and
+edge weights) and suggested settings; the optimisation family builds its
+problem object from it
+(:meth:`sklearn_icml.optimize.StageSchedulingProblem.from_dataset`), so this
+module knows no estimator. The two graphs in ``data/`` come unchanged from the public release of
 "Differentiable Combinatorial Scheduling at Scale" (Liu et al., ICML 2024),
 under the MIT licence reproduced in ``data/LICENSE_dcs_graphs``.
 """
@@ -8,7 +12,7 @@ under the MIT licence reproduced in ``data/LICENSE_dcs_graphs``.
 from importlib import resources
 
 import numpy as np
-from sklearn.utils import check_random_state
+from sklearn.utils import Bunch, check_random_state
 
 DCS_GRAPHS = ("rand_graph_1000_1", "rand_graph_sparse_1000_1")
 
@@ -30,25 +34,28 @@ def make_scheduling_dag(n_nodes, *, depth=15, n_stages=None, mem_weight=100.0, r
     depth : int, default=15
         Node count of the longest path (the released graphs: 15 and 9).
     n_stages : int, default=None
-        Stages of the returned problem; ``None``: ``depth``.
+        Suggested number of stages (``data.n_stages``); ``None``: ``depth``.
     mem_weight : float, default=100.0
-        Weight of the peak stage memory (the release's "ratio").
+        Suggested weight of the peak stage memory (the release's "ratio").
     random_state : int, RandomState instance or None, default=None
         Seed.
 
     Returns
     -------
-    problem : StageSchedulingProblem
-        The DAG with its weights, ``comm_weight=1``.
+    data : Bunch
+        ``edges`` (ndarray of shape (n_edges, 2)), ``node_weight`` (shape
+        (n_nodes,)), ``edge_weight`` (shape (n_edges,)), ``levels`` (the
+        longest-path level of each node), ``n_stages`` and ``mem_weight``.
+        :meth:`sklearn_icml.optimize.StageSchedulingProblem.from_dataset`
+        turns it into a problem.
 
     Examples
     --------
     >>> from sklearn_icml.datasets import make_scheduling_dag
-    >>> problem = make_scheduling_dag(300, random_state=0)
-    >>> problem.n_nodes, problem.n_levels
-    (300, 15)
+    >>> data = make_scheduling_dag(300, random_state=0)
+    >>> data.edges.shape[1], len(data.node_weight), int(data.levels.max()) + 1
+    (2, 300, 15)
     """
-    from ..optimize import StageSchedulingProblem
 
     if isinstance(n_nodes, bool) or not isinstance(n_nodes, (int, np.integer)) or n_nodes < 1:
         raise ValueError(f"make_scheduling_dag: n_nodes must be a positive int; got {n_nodes!r}.")
@@ -75,10 +82,11 @@ def make_scheduling_dag(n_nodes, *, depth=15, n_stages=None, mem_weight=100.0, r
     node_weight = np.where(rng.rand(n_nodes) < 0.6, 0, rng.randint(1, 5001, size=n_nodes))
     edges = np.array(edges, dtype=np.int64).reshape(-1, 2)
     edge_weight = np.where(rng.rand(len(edges)) < 0.6, 0, rng.randint(1, 5001, size=len(edges)))
-    return StageSchedulingProblem(edges, node_weight, edge_weight, n_stages=n_stages, mem_weight=mem_weight)
+    return Bunch(edges=edges, node_weight=node_weight.astype(np.float64), edge_weight=edge_weight.astype(np.float64),
+                 levels=level, n_stages=depth if n_stages is None else n_stages, mem_weight=float(mem_weight))
 
 
-def load_dcs_graph(name, **kw):
+def load_dcs_graph(name, *, n_stages=None, mem_weight=100.0):
     """One of the two DAGs released with "Differentiable Combinatorial Scheduling at Scale".
 
     ``"rand_graph_1000_1"`` (949 nodes, 2730 edges, longest path 15 nodes)
@@ -90,25 +98,38 @@ def load_dcs_graph(name, **kw):
     ----------
     name : {"rand_graph_1000_1", "rand_graph_sparse_1000_1"}
         Which graph.
-    **kw : dict
-        ``n_stages``, ``mem_weight``, ``comm_weight`` of
-        :class:`~sklearn_icml.optimize.StageSchedulingProblem`.
+    n_stages : int, default=None
+        Suggested number of stages (``data.n_stages``; ``None`` leaves the
+        problem's default, the longest path).
+    mem_weight : float, default=100.0
+        Suggested weight of the peak stage memory.
 
     Returns
     -------
-    problem : StageSchedulingProblem
-        The graph; node labels are the file's.
+    data : Bunch
+        ``edges``, ``node_weight``, ``edge_weight`` (the file's
+        ``parameter`` attributes), ``node_labels`` (the file's labels),
+        ``n_stages`` and ``mem_weight``;
+        :meth:`sklearn_icml.optimize.StageSchedulingProblem.from_dataset`
+        turns it into a problem.
 
     Examples
     --------
     >>> from sklearn_icml.datasets import load_dcs_graph
-    >>> problem = load_dcs_graph("rand_graph_sparse_1000_1", n_stages=10)
-    >>> problem.n_nodes, problem.n_edges, problem.n_levels
-    (810, 946, 9)
+    >>> data = load_dcs_graph("rand_graph_sparse_1000_1", n_stages=10)
+    >>> len(data.node_weight), len(data.edges), data.n_stages
+    (810, 946, 10)
     """
-    from ..optimize import StageSchedulingProblem
+    import networkx as nx
 
     if name not in DCS_GRAPHS:
         raise ValueError(f"load_dcs_graph: unknown graph {name!r}; choose one of {DCS_GRAPHS}.")
     with resources.as_file(resources.files(__package__).joinpath("data", f"{name}.gml")) as path:
-        return StageSchedulingProblem.from_gml(path, **kw)
+        G = nx.read_gml(str(path))
+    labels = list(G.nodes)
+    index = {label: i for i, label in enumerate(labels)}
+    node_weight = np.array([float(d["parameter"]) for _, d in G.nodes(data=True)])
+    edges = np.array([(index[u], index[v]) for u, v in G.edges()], dtype=np.int64).reshape(-1, 2)
+    edge_weight = np.array([float(d["parameter"]) for _, _, d in G.edges(data=True)])
+    return Bunch(edges=edges, node_weight=node_weight, edge_weight=edge_weight, node_labels=labels,
+                 n_stages=n_stages, mem_weight=float(mem_weight))

@@ -23,18 +23,11 @@ from sklearn.metrics import r2_score
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from ..metrics import mmd2, sinkhorn_divergence
+from ..utils._distances import mmd2, sinkhorn_divergence
+from ..utils._pipeline import final_step
 from ..utils._sklearn_private import HasMethods, Interval, StrOptions, _fit_context
-from ..utils._torch import (
-    DEVICE_CONSTRAINT,
-    as_numpy,
-    forward_float64,
-    resolve_device,
-    to_numpy,
-    to_tensor,
-    torch_generator,
-    torch_threads,
-)
+from ..utils._torch import as_numpy, forward_float64, to_numpy, to_tensor
+from ..utils._torch_base import TorchEstimatorMixin
 from ..utils._validation import check_float32_range, standardization
 
 __all__ = ["DySLIMRegressor", "invariant_measure_scorer"]
@@ -161,7 +154,7 @@ class _Objective:
         return loss
 
 
-class DySLIMRegressor(RegressorMixin, BaseEstimator):
+class DySLIMRegressor(RegressorMixin, TorchEstimatorMixin, BaseEstimator):
     """Learn the flow map of a dynamical system with DySLIM's invariant-measure objective.
 
     Read more in the :ref:`User Guide <dynamics>`.
@@ -251,7 +244,9 @@ class DySLIMRegressor(RegressorMixin, BaseEstimator):
         ``"dynamics"``: ``y`` holds the next state (width ``n_features``) or
         the ``K`` next states (width ``K * n_features``). ``"regression"``:
         any ``y``; the loss is MSE + ``lambda_cond * D(predictions, y)``.
-        ``"auto"`` picks dynamics when ``y``'s width allows it.
+        ``"auto"`` picks dynamics when ``y``'s width allows it, and plain
+        regression for a 1-D ``y``; a 2-D ``y`` of any other width is fitted
+        as regression with a warning (say ``mode="regression"``).
     grad_clip : float or None, default=1.0
         Clip the global gradient norm before each step.
     device : {"cpu", "auto", "cuda"}, default="cpu"
@@ -380,14 +375,10 @@ class DySLIMRegressor(RegressorMixin, BaseEstimator):
         "pushforward": ["boolean"],
         "curriculum_every": [Interval(Integral, 1, None, closed="left"), None],
         "normalize": ["boolean"],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
         "learning_rate": [Interval(Real, 0, float(np.finfo(np.float32).max), closed="neither")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
         "mode": [StrOptions({"auto", "dynamics", "regression"})],
         "grad_clip": [Interval(Real, 0, None, closed="neither"), None],
-        "device": DEVICE_CONSTRAINT,
         "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(self, hidden_layer_sizes=(64, 64), *, activation="silu", network="mlp", module=None,
@@ -450,6 +441,12 @@ class DySLIMRegressor(RegressorMixin, BaseEstimator):
             if self.mode == "auto" and width == d and K > 1:
                 raise ValueError(f"{name}: y has {width} columns (one next state) but n_rollout_steps={K} needs "
                                  f"{K * d} (K future states; see make_rollout_dataset).")
+            if self.mode == "auto" and width is not None:
+                warnings.warn(f"{name}: y has {width} columns, not the {K * d} of the next state(s) of X's {d} "
+                              "features, so this fits a plain multi-output regressor (no rollouts, no "
+                              "invariant-measure loss on states). Pass mode='regression' to fit it so without this "
+                              "warning, or y of the next states (make_rollout_dataset) to learn the dynamics.",
+                              UserWarning, stacklevel=3)
             return "regression", 0
         if not fits:
             raise ValueError(f"{name}: mode='dynamics' needs y of shape (n_samples, {K * d}) (n_rollout_steps={K} "
@@ -466,8 +463,9 @@ class DySLIMRegressor(RegressorMixin, BaseEstimator):
             States at time t.
         y : array-like of shape (n_samples, n_features) or (n_samples, n_rollout_steps * n_features)
             The next state, or the ``K`` next states one after the other
-            (:func:`make_rollout_dataset`). Any other ``y`` (1-D, other width)
-            is fitted as plain regression in ``mode="auto"``.
+            (:func:`make_rollout_dataset`). Any other ``y`` is fitted as plain
+            regression: silently for a 1-D ``y`` in ``mode="auto"``, with a
+            warning for another width unless ``mode="regression"``.
 
         Returns
         -------
@@ -479,43 +477,41 @@ class DySLIMRegressor(RegressorMixin, BaseEstimator):
         from ._networks import FlowMap, build_network
 
         name = type(self).__name__
-        device = resolve_device(self.device)
-        self.device_ = str(device)
-        X, y = validate_data(self, as_numpy(X), as_numpy(y), multi_output=True, y_numeric=True,
-                             dtype=[np.float64, np.float32])
-        sizes = self._check_options(name)
-        n, d = X.shape
-        self._y_1d = y.ndim == 1
-        mode, K = self._resolve_mode(d, y, name)
-        Y = y.reshape(n, -1).astype(np.float64)
-        check_float32_range(X, Y, name=name, labels=("X", "y"), reason="the flow map trains in float32")
-        q = d if mode == "dynamics" else Y.shape[1]
-        if self.network == "periodic_conv" and self.module is None and (d < 2 or not sizes):
-            raise ValueError(f"{name}: network='periodic_conv' needs a grid of at least 2 points and at least one "
-                             f"processor block in hidden_layer_sizes; got {d} features and "
-                             f"hidden_layer_sizes={self.hidden_layer_sizes!r}.")
-        if mode == "regression" and self.network == "periodic_conv" and self.module is None and q != d:
-            raise ValueError(f"{name}: network='periodic_conv' maps a field to a field of the same size; y has "
-                             f"{q} columns and X {d}.")
+        with self._torch_fit_context() as ctx:
+            X, y = validate_data(self, as_numpy(X), as_numpy(y), multi_output=True, y_numeric=True,
+                                 dtype=[np.float64, np.float32])
+            sizes = self._check_options(name)
+            n, d = X.shape
+            self._y_1d = y.ndim == 1
+            mode, K = self._resolve_mode(d, y, name)
+            Y = y.reshape(n, -1).astype(np.float64)
+            check_float32_range(X, Y, name=name, labels=("X", "y"), reason="the flow map trains in float32")
+            q = d if mode == "dynamics" else Y.shape[1]
+            if self.network == "periodic_conv" and self.module is None and (d < 2 or not sizes):
+                raise ValueError(f"{name}: network='periodic_conv' needs a grid of at least 2 points and at least one "
+                                 f"processor block in hidden_layer_sizes; got {d} features and "
+                                 f"hidden_layer_sizes={self.hidden_layer_sizes!r}.")
+            if mode == "regression" and self.network == "periodic_conv" and self.module is None and q != d:
+                raise ValueError(f"{name}: network='periodic_conv' maps a field to a field of the same size; y has "
+                                 f"{q} columns and X {d}.")
 
-        if self.normalize:
-            self.mean_, self.scale_ = standardization(X)
-        else:
-            self.mean_, self.scale_ = np.zeros(d), np.ones(d)
-        if mode == "dynamics":
-            self.target_mean_, self.target_scale_ = self.mean_.copy(), self.scale_.copy()
-        elif self.normalize:
-            self.target_mean_, self.target_scale_ = standardization(Y)
-        else:
-            self.target_mean_, self.target_scale_ = np.zeros(q), np.ones(q)
-        Xz = (X - self.mean_) / self.scale_
-        if mode == "dynamics":
-            Yz = ((Y.reshape(n, K, d) - self.mean_) / self.scale_)
-        else:
-            Yz = (Y - self.target_mean_) / self.target_scale_
+            if self.normalize:
+                self.mean_, self.scale_ = standardization(X)
+            else:
+                self.mean_, self.scale_ = np.zeros(d), np.ones(d)
+            if mode == "dynamics":
+                self.target_mean_, self.target_scale_ = self.mean_.copy(), self.scale_.copy()
+            elif self.normalize:
+                self.target_mean_, self.target_scale_ = standardization(Y)
+            else:
+                self.target_mean_, self.target_scale_ = np.zeros(q), np.ones(q)
+            Xz = (X - self.mean_) / self.scale_
+            if mode == "dynamics":
+                Yz = ((Y.reshape(n, K, d) - self.mean_) / self.scale_)
+            else:
+                Yz = (Y - self.target_mean_) / self.target_scale_
 
-        generator = torch_generator(self.random_state)
-        with torch_threads():
+            device, generator = ctx.device, ctx.generator
             if self.module is not None:
                 net = copy.deepcopy(self.module)
             else:
@@ -569,7 +565,7 @@ class DySLIMRegressor(RegressorMixin, BaseEstimator):
             regression mode (1-D when fitted on a 1-D ``y``).
         """
         X = self._check_X(X)
-        with torch_threads():
+        with self._torch_context():
             # one step in float64, so that a row's prediction does not depend on the other rows of the batch
             out = to_numpy(forward_float64(self.module_, (X - self.mean_) / self.scale_), np.float64)
         out = out * self.target_scale_ + self.target_mean_
@@ -582,7 +578,7 @@ class DySLIMRegressor(RegressorMixin, BaseEstimator):
         device = self._inference_device()
         module = self.module_ if device.type == "cpu" else copy.deepcopy(self.module_).to(device)
         dtype = next(module.parameters()).dtype
-        with torch_threads(), torch.no_grad():
+        with self._torch_context(), torch.no_grad():
             z = to_tensor(Z0, device, dtype)
             out = torch.empty((z.shape[0], n_steps, z.shape[1]), dtype=dtype, device=device)
             alive = torch.ones(z.shape[0], dtype=torch.bool, device=device)
@@ -721,14 +717,23 @@ class DySLIMRegressor(RegressorMixin, BaseEstimator):
 
 
 def _invariant_measure_score(estimator, X, y=None, *, reference, **kwargs):
-    return estimator.invariant_measure_score(X, reference, **kwargs)
+    model, Xt = final_step(estimator, X)
+    _, reference = final_step(estimator, reference)
+    if not hasattr(model, "invariant_measure_score"):
+        raise TypeError(f"invariant_measure_scorer: the estimator (or a Pipeline's last step) must have "
+                        f"invariant_measure_score, as DySLIMRegressor has; got {type(model).__name__}.")
+    return model.invariant_measure_score(Xt, reference, **kwargs)
 
 
 def invariant_measure_scorer(reference, **kwargs):
     """A scorer ``(estimator, X, y) -> estimator.invariant_measure_score(X, reference, **kwargs)``.
 
     For model selection on long-run statistics: in :class:`~sklearn.model_selection.GridSearchCV`
-    each fold's held-out ``X`` serves as initial states of the rollouts.
+    each fold's held-out ``X`` serves as initial states of the rollouts. A
+    :class:`~sklearn.pipeline.Pipeline` ending in a :class:`DySLIMRegressor`
+    is scored through its last step, on ``X`` transformed by the steps before
+    it; ``reference`` goes through those steps too, so the rollouts and the
+    reference sample are compared in the last step's coordinates.
 
     Parameters
     ----------

@@ -6,7 +6,7 @@ from .._tour import TourEntry, TourResult, fit_timed
 def _long_run_mmd(model, test, n_steps):
     import numpy as np
 
-    from ..metrics import mmd2
+    from ..utils._distances import mmd2
 
     mu, sd = test.reshape(-1, 3).mean(axis=0), test.reshape(-1, 3).std(axis=0)
     states = model.rollout(test[:, 0], n_steps)

@@ -45,6 +45,11 @@ def _check_layer_args(base, r, alpha, dropout, cls_name):
 class _AdapterLinear(nn.Module):
     """What LoRA and DoRA share: the frozen base, the factors A and B, scaling and dropout."""
 
+    def _check_width(self, x):
+        if x.shape[-1] != self.in_features:
+            raise ValueError(f"{type(self).__name__}: the input has {x.shape[-1]} features in its last dimension; "
+                             f"the layer takes {self.in_features}.")
+
     def __init__(self, base, r=8, *, alpha=None, dropout=0.0, use_rslora=False, generator=None):
         super().__init__()
         _check_layer_args(base, r, alpha, dropout, type(self).__name__)
@@ -57,6 +62,10 @@ class _AdapterLinear(nn.Module):
         self.alpha = float(2 * r if alpha is None else alpha)
         self.use_rslora = bool(use_rslora)
         self.scaling = self.alpha / (math.sqrt(self.r) if self.use_rslora else self.r)
+        largest = torch.finfo(base.weight.dtype).max if base.weight.dtype.is_floating_point else math.inf
+        if self.scaling >= largest:
+            raise ValueError(f"{type(self).__name__}: alpha={alpha!r} gives the scaling {self.scaling:g}, beyond "
+                             f"the largest {base.weight.dtype} ({largest:g}); give a smaller alpha.")
         self.dropout = float(dropout)
         # optional torch.Generator (on the input's device) for the dropout masks;
         # None uses torch's global generator, as nn.Dropout does
@@ -184,6 +193,7 @@ class LoRALinear(_AdapterLinear):
         torch.Tensor of shape (..., out_features)
             ``W0 x + b + s B A dropout(x)``.
         """
+        self._check_width(x)
         update = F.linear(F.linear(self._dropout(x), self.lora_A), self.lora_B)
         return self.base_layer(x) + self.scaling * update
 
@@ -340,6 +350,7 @@ class DoRALinear(_AdapterLinear):
         torch.Tensor of shape (..., out_features)
             ``(m / ||W0 + s B A||_row) * (W0 x + s B A dropout(x)) + b``.
         """
+        self._check_width(x)
         base_out = self.base_layer(x)
         xd = self._dropout(x)
         if xd is x:
@@ -382,7 +393,11 @@ def _select(layers, target_modules):
     if target_modules is None:
         return [name for name, _ in layers[:-1]]
     if isinstance(target_modules, str):
-        pattern = re.compile(target_modules)
+        try:
+            pattern = re.compile(target_modules)
+        except re.error as exc:
+            raise ValueError(f"apply_adapters: target_modules={target_modules!r} is not a valid regular "
+                             f"expression ({exc}).") from None
         return [name for name, _ in layers if pattern.fullmatch(name)]
     if callable(target_modules):
         return [name for name, m in layers if target_modules(name, m)]
@@ -623,9 +638,17 @@ def magnitude_direction_shift(base_weight, weight):
     W = _weight_matrix(weight, "weight")
     if W0.shape != W.shape:
         raise ValueError(f"magnitude_direction_shift: shapes differ, base_weight {W0.shape} vs weight {W.shape}.")
+    # both weights divided by one power of two (exact), so norms and products of huge weights do not overflow
+    scale = float(np.ldexp(1.0, np.frexp(max(np.abs(W0).max(), np.abs(W).max(), np.finfo(float).tiny))[1] - 1))
+    W0, W = W0 / scale, W / scale
     n0 = np.linalg.norm(W0, axis=1)
     n = np.linalg.norm(W, axis=1)
     denom = n0 * n
     cos = np.divide(np.einsum("ij,ij->i", W0, W), denom, out=np.zeros_like(denom), where=denom > 0)
     cos = np.clip(cos, -1.0, 1.0)
-    return float(np.mean(np.abs(n - n0))), float(np.mean(1.0 - cos))
+    with np.errstate(over="ignore"):
+        delta_m = float(np.mean(np.abs(n - n0)) * scale)
+    if not np.isfinite(delta_m):
+        raise ValueError("magnitude_direction_shift: the change of the row norms overflows float64; the weights "
+                         "are too large.")
+    return delta_m, float(np.mean(1.0 - cos))

@@ -19,24 +19,15 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils._sklearn_private import HasMethods, Interval, StrOptions, _fit_context
-from ..utils._torch import (
-    DEVICE_CONSTRAINT,
-    as_numpy,
-    resolve_device,
-    to_numpy,
-    to_tensor,
-    torch_generator,
-    torch_seed,
-    torch_threads,
-)
-from ..utils._training import TRAINING_PARAMETER_CONSTRAINTS
+from ..utils._torch import as_numpy, to_numpy, to_tensor, torch_generator, torch_seed
+from ..utils._torch_base import TorchEstimatorMixin
 
 __all__ = ["DoRAClassifier", "DoRARegressor"]
 
 _PREDICT_CHUNK = 8192
 
 
-class _DoRAEstimator(BaseEstimator):
+class _DoRAEstimator(TorchEstimatorMixin, BaseEstimator):
     """Shared fit/predict machinery of DoRAClassifier and DoRARegressor."""
 
     _parameter_constraints = {
@@ -54,11 +45,7 @@ class _DoRAEstimator(BaseEstimator):
         # torch trains in float32: a step size beyond its range overflows inside the optimizer
         "learning_rate": [Interval(Real, 0, float(np.finfo(np.float32).max), closed="neither")],
         "weight_decay": [Interval(Real, 0, None, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        **TRAINING_PARAMETER_CONSTRAINTS,
-        "device": DEVICE_CONSTRAINT,
         "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(self, module=None, *, method="dora", r=8, lora_alpha=None, dropout=0.0, use_rslora=False,
@@ -238,13 +225,13 @@ class _DoRAEstimator(BaseEstimator):
         import torch
 
         module = self.module_
-        use_gpu = self.device in ("cuda", "auto") and torch.cuda.is_available()
-        device = torch.device("cuda" if use_gpu else "cpu")
+        use_gpu = self.device_.startswith("cuda") and torch.cuda.is_available()  # else the CPU (a GPU fit unpickled)
+        device = torch.device(self.device_ if use_gpu else "cpu")
         if use_gpu:
             module = copy.deepcopy(module).to(device)
         dtype = self._param_dtype(module, type(self).__name__)
         outs = []
-        with torch_threads(), torch.no_grad():
+        with self._torch_context(), torch.no_grad():
             for lo in range(0, X.shape[0], _PREDICT_CHUNK):
                 outs.append(to_numpy(module(to_tensor(X[lo:lo + _PREDICT_CHUNK], device, dtype)), np.float64))
         out = np.concatenate(outs, axis=0)
@@ -440,24 +427,22 @@ class DoRAClassifier(ClassifierMixin, _DoRAEstimator):
         """
         import torch
 
-        device = resolve_device(self.device)
-        self.device_ = device.type
-        X, y = validate_data(self, as_numpy(X), as_numpy(y), dtype=[np.float64, np.float32])
-        check_classification_targets(y)
-        self.classes_, y_idx = np.unique(y, return_inverse=True)
-        n_classes = len(self.classes_)
-        if n_classes < 2:
-            raise ValueError(f"{type(self).__name__} needs samples of at least 2 classes; got 1 class "
-                             f"({self.classes_[0]!r}).")
+        with self._torch_fit_context() as ctx:
+            X, y = validate_data(self, as_numpy(X), as_numpy(y), dtype=[np.float64, np.float32])
+            check_classification_targets(y)
+            self.classes_, y_idx = np.unique(y, return_inverse=True)
+            n_classes = len(self.classes_)
+            if n_classes < 2:
+                raise ValueError(f"{type(self).__name__} needs samples of at least 2 classes; got 1 class "
+                                 f"({self.classes_[0]!r}).")
 
-        def loss_fn(out, target):
-            if out.ndim == 1 or out.shape[1] == 1:
-                return torch.nn.functional.binary_cross_entropy_with_logits(
-                    out.reshape(-1), target.to(out.dtype))
-            return torch.nn.functional.cross_entropy(out, target)
+            def loss_fn(out, target):
+                if out.ndim == 1 or out.shape[1] == 1:
+                    return torch.nn.functional.binary_cross_entropy_with_logits(
+                        out.reshape(-1), target.to(out.dtype))
+                return torch.nn.functional.cross_entropy(out, target)
 
-        with torch_threads():
-            self._fit_network(X, y_idx.astype(np.int64), n_classes, None, None, loss_fn, device)
+            self._fit_network(X, y_idx.astype(np.int64), n_classes, None, None, loss_fn, ctx.device)
         return self
 
     def _allowed_widths(self, n_out):
@@ -590,25 +575,23 @@ class DoRARegressor(RegressorMixin, _DoRAEstimator):
         """
         import torch
 
-        device = resolve_device(self.device)
-        self.device_ = device.type
-        X, y = validate_data(self, as_numpy(X), as_numpy(y), dtype=[np.float64, np.float32], multi_output=True,
-                             y_numeric=True)
-        Y = np.asarray(y, dtype=np.float64)
-        Y = Y.reshape(-1, 1) if Y.ndim == 1 else Y
-        self.n_outputs_ = Y.shape[1]
-        y_mean = Y.mean(axis=0)
-        y_scale = Y.std(axis=0)
-        y_scale[~(y_scale > 0)] = 1.0
-        inv_scale, cache = 1.0 / y_scale, {}
+        with self._torch_fit_context() as ctx:
+            X, y = validate_data(self, as_numpy(X), as_numpy(y), dtype=[np.float64, np.float32], multi_output=True,
+                                 y_numeric=True)
+            Y = np.asarray(y, dtype=np.float64)
+            Y = Y.reshape(-1, 1) if Y.ndim == 1 else Y
+            self.n_outputs_ = Y.shape[1]
+            y_mean = Y.mean(axis=0)
+            y_scale = Y.std(axis=0)
+            y_scale[~(y_scale > 0)] = 1.0
+            inv_scale, cache = 1.0 / y_scale, {}
 
-        def loss_fn(out, target):
-            if "w" not in cache:  # made once, on the training device and dtype
-                cache["w"] = torch.as_tensor(inv_scale, dtype=out.dtype, device=out.device)
-            return (((out.reshape(target.shape) - target) * cache["w"]) ** 2).mean()
+            def loss_fn(out, target):
+                if "w" not in cache:  # made once, on the training device and dtype
+                    cache["w"] = torch.as_tensor(inv_scale, dtype=out.dtype, device=out.device)
+                return (((out.reshape(target.shape) - target) * cache["w"]) ** 2).mean()
 
-        with torch_threads():
-            self._fit_network(X, Y, self.n_outputs_, y_mean, y_scale, loss_fn, device)
+            self._fit_network(X, Y, self.n_outputs_, y_mean, y_scale, loss_fn, ctx.device)
         return self
 
     def predict(self, X):

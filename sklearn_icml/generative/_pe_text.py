@@ -16,7 +16,6 @@ from sklearn.preprocessing import Normalizer
 from sklearn.utils.validation import check_is_fitted
 
 from ..utils._sklearn_private import HasMethods, StrOptions
-from ..utils._torch import resolve_device, torch_threads
 from ._minilm import MiniLMEmbedder
 from ._pe_voting import nearest_votes
 from ._private_evolution import PrivateEvolution
@@ -177,6 +176,11 @@ class PrivateEvolutionText(PrivateEvolution):
         ``(texts, degree, random_state) -> texts`` (a masked LM, an LLM API).
     class_conditional : bool, default=False
         One Private Evolution per class of ``y``.
+    classes : array-like or None, default=None
+        The label set as public knowledge (published in ``classes_``); None
+        releases it privately (see :class:`PrivateEvolution`).
+    classes_share : float, default=0.1
+        Share of ``epsilon`` and ``delta`` spent on the private label set.
     device : {"cpu", "auto", "cuda"}, default="cpu"
         Where the nearest-neighbour votes are computed.
     random_state : int, RandomState instance or None, default=None
@@ -195,7 +199,8 @@ class PrivateEvolutionText(PrivateEvolution):
     seed_rounds_ : ndarray of int
         The round (0-based) each seed survived.
     classes_ : ndarray or None
-        Classes when ``class_conditional``.
+        Classes when ``class_conditional``: ``classes``, or the privately
+        released label set.
     embedder_ : object
         The embedder fitted on the public pool.
     noise_multiplier_ : float
@@ -209,7 +214,8 @@ class PrivateEvolutionText(PrivateEvolution):
     histograms_ : list of ndarray
         Released histograms.
     n_users_ : int
-        Number of users.
+        Number of users; computed from the private data, not a private
+        release (publish the synthetic texts, not the fitted object).
     device_ : str
         Where the votes were computed.
 
@@ -247,11 +253,14 @@ class PrivateEvolutionText(PrivateEvolution):
         "variation": [StrOptions({"ngram"}), callable],
     }
     _parameter_constraints.pop("bounds")
+    _parameter_constraints.pop("bounds_share")
+    _has_box = False
 
     def __init__(self, n_synthetic=512, *, n_iterations=11, epsilon=1.0, delta=1e-6, noise_multiplier=None,
                  accountant="pld", max_samples_per_user=16, threshold=1.0, noise_inflation=1.0, lookahead=4,
                  variation_degree=0.3, initial_population=None, embedder="hashing", variation="ngram",
-                 class_conditional=False, device="cpu", random_state=None, verbose=0):
+                 class_conditional=False, classes=None, classes_share=0.1, device="cpu", random_state=None,
+                 verbose=0):
         self.n_synthetic = n_synthetic
         self.n_iterations = n_iterations
         self.epsilon = epsilon
@@ -267,6 +276,8 @@ class PrivateEvolutionText(PrivateEvolution):
         self.embedder = embedder
         self.variation = variation
         self.class_conditional = class_conditional
+        self.classes = classes
+        self.classes_share = classes_share
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -348,11 +359,14 @@ class PrivateEvolutionText(PrivateEvolution):
         check_is_fitted(self)
         emb = self._embed(_as_texts(X, "X", type(self).__name__))
         syn = self._embed(self.synthetic_)
-        with torch_threads():
-            nearest = nearest_votes(emb, syn, resolve_device(self.device))
+        with self._torch_context() as ctx:
+            nearest = nearest_votes(emb, syn, ctx.device)
         return -float(np.mean(np.linalg.norm(emb - syn[nearest], axis=1)))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
+        # X is a 1-D sequence of strings (the private texts), as for scikit-learn's text vectorizers
         tags.input_tags.string = True
+        tags.input_tags.one_d_array = True
+        tags.input_tags.two_d_array = False
         return tags

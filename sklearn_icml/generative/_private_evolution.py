@@ -1,5 +1,6 @@
 """PrivateEvolution: differentially private synthetic data by Private Evolution, numeric mode (S9)."""
 
+import math
 import warnings
 from numbers import Integral, Real
 
@@ -12,10 +13,14 @@ from ..privacy import (
     PrivacyLeakWarning,
     gaussian_rounds_epsilon,
     gaussian_rounds_noise_multiplier,
+    geometric_mechanism,
     ledger_entry,
+    private_bounds,
+    split_budget,
 )
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
-from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device, torch_threads
+from ..utils._torch import as_numpy
+from ..utils._torch_base import TorchEstimatorMixin
 from ._pe_voting import NearestVoter, nearest_votes, noisy_histogram
 
 __all__ = ["PrivateEvolution"]
@@ -39,7 +44,31 @@ def cap_users(groups, n_samples, max_per_user, rng):
     return np.sort(by_user[rank < max_per_user]), int(codes.max()) + 1
 
 
-class PrivateEvolution(BaseEstimator):
+def release_label_set(y, epsilon, delta, max_rows_per_user, rng):
+    """The labels of ``y`` whose noisy count reaches a threshold: an ``(epsilon, delta)``-DP label set.
+
+    Stability-based histogram (Korolova et al., 2009; Bun, Nissim and
+    Stemmer, 2016): the count of every label present is released with
+    two-sided geometric noise ``K`` of scale ``m / epsilon`` (one user of at
+    most ``m`` rows moves the counts by at most ``m`` in L1 norm), and the
+    labels whose noisy count reaches ``T`` are kept. A label that only one
+    user holds has a count of at most ``m`` and that user holds at most ``m``
+    such labels, so it is kept with probability at most ``P(K >= T - m) =
+    a**(T - m) / (1 + a)`` (``a = exp(-epsilon / m)``); ``T`` is the smallest
+    integer with ``m`` times that at most ``delta``. Returns the sorted kept
+    labels, the threshold and the ledger entry.
+    """
+    m = int(max_rows_per_user)
+    labels, counts = np.unique(y, return_counts=True)
+    log_a = -epsilon / m
+    threshold = m + max(0, math.ceil((math.log(delta / m) + math.log1p(math.exp(log_a))) / log_a))
+    noisy = geometric_mechanism(counts.astype(np.int64), sensitivity=m, epsilon=epsilon, random_state=rng)
+    entry = ledger_entry(f"label set (noisy label counts kept from {threshold})", "geometric", sensitivity=float(m),
+                         scale=m / epsilon, epsilon=epsilon, delta=delta)
+    return labels[np.asarray(noisy) >= threshold], threshold, entry
+
+
+class PrivateEvolution(TorchEstimatorMixin, BaseEstimator):
     """Differentially private synthetic data by Private Evolution (PrE-Text, ICML 2024), for numeric data.
 
     Private Evolution never trains on private data. It keeps a population of
@@ -59,9 +88,15 @@ class PrivateEvolution(BaseEstimator):
     n_iterations : int, default=11
         Rounds T (one private histogram each).
     epsilon : float, default=1.0
-        Privacy budget of the whole fit; ignored when ``noise_multiplier`` is given.
+        Privacy budget of the whole fit, in ``(0, 1e6]``: the private box
+        (``bounds_share`` of it, when ``bounds=None``), the private label set
+        (``classes_share``, when ``class_conditional`` without ``classes``)
+        and the rounds (the rest). With ``noise_multiplier`` given, the
+        rounds cost what that noise costs and ``epsilon`` only sets the two
+        shares.
     delta : float, default=1e-6
-        Privacy parameter delta, in (0, 1).
+        Privacy parameter delta, in (0, 1); the private label set takes
+        ``classes_share`` of it, the rounds the rest.
     noise_multiplier : float, default=None
         Noise std over the sensitivity; derived from ``(epsilon, delta,
         n_iterations)`` by ``accountant`` when None.
@@ -87,10 +122,17 @@ class PrivateEvolution(BaseEstimator):
         (``bounds``); it decreases linearly to a fifth of that over the rounds.
     initial_population : array-like of shape (n_public, n_features), default=None
         Public points to start from; uniform in ``bounds`` when None.
-    bounds : tuple (lower, upper) of floats or arrays, default=None
-        Public box the data is clipped to. None reads it from the private
-        data, which leaks, and warns with
-        :class:`~sklearn_icml.privacy.PrivacyLeakWarning` (once per instance).
+    bounds : tuple (lower, upper) of floats or arrays, "data" or None, default=None
+        Public box the data is clipped to. None releases a private box with
+        :func:`~sklearn_icml.privacy.private_bounds` (user-level: a user's
+        ``max_samples_per_user`` rows) on ``bounds_share * epsilon``; records
+        outside it are clipped. ``"data"`` reads the box from the private
+        data and publishes it in ``bounds_``, which no privacy guarantee
+        covers, and warns with
+        :class:`~sklearn_icml.privacy.PrivacyLeakWarning` on every fit.
+    bounds_share : float, default=0.1
+        Share of ``epsilon`` spent on the private box when ``bounds=None``
+        (ignored otherwise).
     embedder : callable, default=None
         ``embedder(points) -> embeddings`` for the vote (nearest neighbours
         are taken between embeddings); the identity when None.
@@ -100,6 +142,19 @@ class PrivateEvolution(BaseEstimator):
     class_conditional : bool, default=False
         Run one Private Evolution per class of ``y`` (disjoint data, so the
         budget holds for all classes together); :meth:`sample` returns labels.
+    classes : array-like or None, default=None
+        The label set, taken as **public knowledge** (it is published in
+        ``classes_``), used when ``class_conditional``: rows whose label is
+        not in it are left out of the fit (as records are clipped to
+        ``bounds``), and a listed class without rows still gets a population.
+        None releases the label set privately: the labels whose noisy count
+        (two-sided geometric noise on ``classes_share * epsilon``) reaches a
+        threshold set by ``classes_share * delta`` (a label that one user
+        alone holds is published with probability at most that delta); the
+        rows of the other labels are left out.
+    classes_share : float, default=0.1
+        Share of ``epsilon`` and of ``delta`` spent on the private label set
+        (``class_conditional`` without ``classes``; ignored otherwise).
     device : {"cpu", "auto", "cuda"}, default="cpu"
         Where the nearest-neighbour votes are computed: blocked float32
         matmuls, with numpy's BLAS on the CPU and torch on a GPU.
@@ -119,22 +174,29 @@ class PrivateEvolution(BaseEstimator):
     seed_rounds_ : ndarray of shape (n_seeds,)
         The round (0-based) each seed survived.
     classes_ : ndarray or None
-        Classes when ``class_conditional``.
+        Classes when ``class_conditional``: ``classes`` (public), or the
+        privately released label set.
     noise_multiplier_ : float
         The sigma used.
     epsilon_spent_ : float
-        Epsilon of the fit (at most ``epsilon`` when derived from it).
+        Epsilon of the fit, the sum of the ledger's (at most ``epsilon`` when
+        the noise is derived from it).
     delta_spent_ : float
         Delta of the fit.
     privacy_ledger_ : list of dict
-        The fit's releases (one entry for all rounds), for
-        :class:`~sklearn_icml.privacy.Accountant`.
+        The fit's releases (the private box, the private label set, one entry
+        for all rounds), for :class:`~sklearn_icml.privacy.Accountant`.
     histograms_ : list of ndarray
         The released (noisy, thresholded) histogram of each round (per class).
     n_users_ : int
-        Number of users (rows when ``groups`` is None).
+        Number of users (rows when ``groups`` is None). Computed from the
+        private data for convenience and **not a private release** (like
+        ``labels_`` and ``inertia_`` of
+        :class:`~sklearn_icml.cluster.PrivateKMeans`): publish the synthetic
+        data, not the fitted object.
     bounds_ : tuple of ndarray
-        The lower and upper bounds used.
+        The lower and upper bounds used: ``bounds``, the private box, or
+        (``bounds="data"``) the data's range.
     n_features_in_ : int
         Number of features.
     device_ : str
@@ -152,7 +214,11 @@ class PrivateEvolution(BaseEstimator):
     ``max_samples_per_user`` rows after capping). A user moves each round's
     histogram by at most m in L2 norm (all its votes in one bin), so
     Gaussian noise of std ``sigma * m`` per bin is ``sigma``-calibrated, and
-    T rounds compose by ``accountant``. Nothing of the private data is kept
+    T rounds compose by ``accountant``. With ``bounds=None`` the box is a
+    pure-DP release on ``bounds_share * epsilon``, and with
+    ``class_conditional`` and no ``classes`` the label set an
+    ``(epsilon, delta)``-DP release on ``classes_share`` of both; the
+    releases add up by basic composition in ``privacy_ledger_``. Nothing of the private data is kept
     but the released histograms and what is computed from them. Each fit on
     private data spends the budget again: tuning hyper-parameters on private
     data (GridSearchCV) costs one budget per fit.
@@ -188,6 +254,9 @@ class PrivateEvolution(BaseEstimator):
         "n_synthetic": [Interval(Integral, 1, None, closed="left")],
         "n_iterations": [Interval(Integral, 1, None, closed="left")],
         "epsilon": [Interval(Real, 0, 1e6, closed="right")],
+        "bounds_share": [Interval(Real, 0, 1, closed="neither")],
+        "classes": ["array-like", None],
+        "classes_share": [Interval(Real, 0, 1, closed="neither")],
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "noise_multiplier": [Interval(Real, 0, 1e12, closed="neither"), None],
         "accountant": [StrOptions({"pld", "rdp"})],
@@ -197,19 +266,19 @@ class PrivateEvolution(BaseEstimator):
         "lookahead": [Interval(Integral, 1, None, closed="left")],
         "variation_degree": [Interval(Real, 0, 1e3, closed="both")],
         "initial_population": ["array-like", None],
-        "bounds": [tuple, list, None],
+        "bounds": [tuple, list, StrOptions({"data"}), None],
         "embedder": [callable, None],
         "variation": [callable, None],
         "class_conditional": ["boolean"],
-        "device": DEVICE_CONSTRAINT,
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
 
     def __init__(self, n_synthetic=512, *, n_iterations=11, epsilon=1.0, delta=1e-6, noise_multiplier=None,
                  accountant="pld", max_samples_per_user=16, threshold=1.0, noise_inflation=1.0, lookahead=4,
-                 variation_degree=0.05, initial_population=None, bounds=None, embedder=None, variation=None,
-                 class_conditional=False, device="cpu", random_state=None, verbose=0):
+                 variation_degree=0.05, initial_population=None, bounds=None, bounds_share=0.1, embedder=None,
+                 variation=None, class_conditional=False, classes=None, classes_share=0.1, device="cpu",
+                 random_state=None, verbose=0):
         self.n_synthetic = n_synthetic
         self.n_iterations = n_iterations
         self.epsilon = epsilon
@@ -223,9 +292,12 @@ class PrivateEvolution(BaseEstimator):
         self.variation_degree = variation_degree
         self.initial_population = initial_population
         self.bounds = bounds
+        self.bounds_share = bounds_share
         self.embedder = embedder
         self.variation = variation
         self.class_conditional = class_conditional
+        self.classes = classes
+        self.classes_share = classes_share
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -239,9 +311,11 @@ class PrivateEvolution(BaseEstimator):
             return validate_data(self, as_numpy(X), as_numpy(y), dtype=np.float64)
         return validate_data(self, as_numpy(X), dtype=np.float64), None
 
+    #: whether the data is numeric, with a box (the text subclass has none)
+    _has_box = True
+
     def _setup(self, X):
-        """Bounds, the private data clipped to them, and the public pool (or None)."""
-        self.bounds_ = self._resolve_bounds(X)
+        """The private data clipped to ``bounds_`` (set before), and the public pool (or None)."""
         lo, hi = self.bounds_
         pool = None
         if self.initial_population is not None:
@@ -266,33 +340,56 @@ class PrivateEvolution(BaseEstimator):
 
     # -- fit ---------------------------------------------------------------------------------------
 
-    def _resolve_bounds(self, X):
+    def _resolve_bounds(self, X, epsilon, max_rows_per_user, rng):
+        """The box and its ledger: public ``bounds``, the private box (None) or the data's range ("data")."""
         n_features = X.shape[1]
         if self.bounds is None:
-            flag = self.__dict__.setdefault("_leak_warned", [False])
-            if not flag[0]:
-                flag[0] = True
-                warnings.warn(f"{type(self).__name__}: bounds=None reads the box from the private data, which no "
-                              "differential-privacy guarantee covers; pass public bounds.", PrivacyLeakWarning,
-                              stacklevel=3)
+            box = private_bounds(X, epsilon, max_rows_per_user=max_rows_per_user, random_state=rng)
+            if not box.found:
+                warnings.warn(f"{type(self).__name__}: the private box found no magnitude bin of {box.threshold[0]} "
+                              "noisy records or more (too few records for bounds_share * epsilon), so its radius is "
+                              "the fallback 1. Pass public bounds=(lower, upper).", UserWarning, stacklevel=4)
+            return (box.lower, box.upper), box.ledger
+        if isinstance(self.bounds, str):  # "data"
+            warnings.warn(f"{type(self).__name__}: bounds='data' reads the box from the private data and publishes "
+                          "it in bounds_, which no differential-privacy guarantee covers; pass public "
+                          "bounds=(lower, upper), or bounds=None for a private box.", PrivacyLeakWarning,
+                          stacklevel=4)
             lo, hi = X.min(axis=0), X.max(axis=0)
             hi = np.where(hi > lo, hi, lo + 1.0)
-            return lo, hi
+            return (lo, hi), []
         if len(self.bounds) != 2:
             raise ValueError(f"{type(self).__name__}: bounds must be a (lower, upper) pair; got {self.bounds!r}.")
         lo = np.broadcast_to(np.asarray(self.bounds[0], dtype=np.float64), (n_features,)).copy()
         hi = np.broadcast_to(np.asarray(self.bounds[1], dtype=np.float64), (n_features,)).copy()
         if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(lo < hi)):
             raise ValueError(f"{type(self).__name__}: bounds must be finite with lower < upper; got {self.bounds!r}.")
-        return lo, hi
+        return (lo, hi), []
 
-    def _sigma(self):
+    def _budget(self):
+        """``(epsilon of the box, epsilon and delta of the label set, epsilon and delta of the rounds)``; a part
+        not spent is None."""
+        box = self._has_box and self.bounds is None
+        labels = bool(self.class_conditional) and self.classes is None
+        shares = [share for share, used in ((getattr(self, "bounds_share", 0.0), box), (self.classes_share, labels))
+                  if used]
+        if sum(shares) >= 1.0:
+            raise ValueError(f"{type(self).__name__}: bounds_share + classes_share must be below 1 (the rest pays "
+                             f"for the rounds); got {self.bounds_share!r} + {self.classes_share!r}.")
+        eps = split_budget(self.epsilon, shares + [1.0 - sum(shares)])
+        eps_box = eps.pop(0) if box else None
+        eps_labels = eps.pop(0) if labels else None
+        delta_labels, delta_rounds = (split_budget(self.delta, [self.classes_share, 1.0 - self.classes_share])
+                                      if labels else (None, float(self.delta)))
+        return eps_box, eps_labels, delta_labels, eps[0], delta_rounds
+
+    def _sigma(self, epsilon, delta):
         T = int(self.n_iterations)
         if self.noise_multiplier is not None:
             sigma = float(self.noise_multiplier)
-            return sigma, gaussian_rounds_epsilon(sigma, T, self.delta, accountant=self.accountant)
-        sigma = gaussian_rounds_noise_multiplier(self.epsilon, self.delta, T, accountant=self.accountant)
-        return sigma, min(gaussian_rounds_epsilon(sigma, T, self.delta, accountant=self.accountant), self.epsilon)
+            return sigma, gaussian_rounds_epsilon(sigma, T, delta, accountant=self.accountant)
+        sigma = gaussian_rounds_noise_multiplier(epsilon, delta, T, accountant=self.accountant)
+        return sigma, min(gaussian_rounds_epsilon(sigma, T, delta, accountant=self.accountant), epsilon)
 
     def _check_groups(self, groups, n_samples):
         if groups is None:
@@ -321,30 +418,45 @@ class PrivateEvolution(BaseEstimator):
         self : PrivateEvolution
             The fitted generator.
         """
-        device = resolve_device(self.device)
-        X, y = self._validate_private(X, y)
-        groups = self._check_groups(groups, len(X))
-        self.device_ = device.type
-        rng = check_random_state(self.random_state)
-        keep, self.n_users_ = cap_users(groups, len(X), self.max_samples_per_user, rng)
-        X, pool = self._setup(X)
-        X = X[keep]
-        y = None if y is None else np.asarray(y)[keep]
-        sigma, eps = self._sigma()
-        # without user ids every user holds one row (public knowledge), so one user moves a histogram by 1
-        m = float(self.max_samples_per_user if groups is not None else 1)
-        self.noise_multiplier_, self.epsilon_spent_, self.delta_spent_ = sigma, float(eps), float(self.delta)
-        self.privacy_ledger_ = [self._ledger(sigma, m, eps)]
-        if self.class_conditional:
-            self.classes_ = np.unique(y)
-            parts = [(X[y == c], c) for c in self.classes_]
-        else:
-            self.classes_ = None
-            parts = [(X, None)]
-        synthetic, labels, seeds, self.histograms_ = [], [], [], []
-        with torch_threads():
+        with self._torch_fit_context() as ctx:
+            X, y = self._validate_private(X, y)
+            groups = self._check_groups(groups, len(X))
+            rng = check_random_state(self.random_state)
+            keep, self.n_users_ = cap_users(groups, len(X), self.max_samples_per_user, rng)
+            # without user ids every user holds one row (public knowledge), so one user moves a histogram by 1
+            m = int(self.max_samples_per_user if groups is not None else 1)
+            eps_box, eps_labels, delta_labels, eps_rounds, delta_rounds = self._budget()
+            ledger = []
+            if self._has_box:
+                self.bounds_, entries = self._resolve_bounds(X[keep], eps_box, m, rng)
+                ledger.extend(entries)
+            X, pool = self._setup(X)
+            X = X[keep]
+            y = None if y is None else np.asarray(y)[keep]
+            if self.class_conditional:
+                if self.classes is None:
+                    self.classes_, threshold, entry = release_label_set(y, eps_labels, delta_labels, m, rng)
+                    ledger.append(entry)
+                    if not len(self.classes_):
+                        raise ValueError(
+                            f"{type(self).__name__}: no label reached the private label set's threshold "
+                            f"({threshold} records at epsilon={eps_labels:.3g}, delta={delta_labels:.3g}); pass the "
+                            "label set as public knowledge (classes=...), or a larger epsilon or classes_share.")
+                else:
+                    self.classes_ = np.unique(np.asarray(as_numpy(self.classes)))
+            sigma, eps = self._sigma(eps_rounds, delta_rounds)
+            ledger.append(self._ledger(sigma, m, eps, delta_rounds))
+            self.noise_multiplier_, self.privacy_ledger_ = sigma, ledger
+            self.epsilon_spent_ = math.fsum(e["epsilon"] for e in ledger)
+            self.delta_spent_ = math.fsum(e["delta"] for e in ledger)
+            if self.class_conditional:
+                parts = [(X[y == c], c) for c in self.classes_]
+            else:
+                self.classes_ = None
+                parts = [(X, None)]
+            synthetic, labels, seeds, self.histograms_ = [], [], [], []
             for part, label in parts:
-                final, part_seeds, hists = self._evolve(part, pool, sigma * m, rng, device, label)
+                final, part_seeds, hists = self._evolve(part, pool, sigma * m, rng, ctx.device, label)
                 synthetic.append(final)
                 seeds.extend(part_seeds)
                 self.histograms_.extend(hists)
@@ -355,10 +467,10 @@ class PrivateEvolution(BaseEstimator):
         self.seed_rounds_ = np.concatenate([np.full(len(s), t) for s, t in seeds]) if seeds else np.zeros(0, int)
         return self
 
-    def _ledger(self, sigma, m, eps):
+    def _ledger(self, sigma, m, eps, delta):
         T = int(self.n_iterations)
-        return ledger_entry(f"{T} noisy nearest-neighbour histograms", "gaussian", sensitivity=m,
-                            scale=self.noise_inflation * sigma * m, epsilon=float(eps), delta=float(self.delta),
+        return ledger_entry(f"{T} noisy nearest-neighbour histograms", "gaussian", sensitivity=float(m),
+                            scale=self.noise_inflation * sigma * m, epsilon=float(eps), delta=float(delta),
                             count=T, accountant=self.accountant)
 
     def _evolve(self, private, pool, noise_unit, rng, device, label):
@@ -436,6 +548,6 @@ class PrivateEvolution(BaseEstimator):
         """
         check_is_fitted(self)
         X = validate_data(self, as_numpy(X), dtype=np.float64, reset=False)
-        with torch_threads():
-            nearest = nearest_votes(X, self.synthetic_, resolve_device(self.device))
+        with self._torch_context() as ctx:
+            nearest = nearest_votes(X, self.synthetic_, ctx.device)
         return -float(np.mean(np.linalg.norm(X - self.synthetic_[nearest], axis=1)))

@@ -5,6 +5,7 @@ from numbers import Integral
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils._sklearn_private import HasMethods, Interval, _fit_context
@@ -53,7 +54,10 @@ class SyntheticDataClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator
     estimator_ : classifier
         The classifier fitted on the synthetic data.
     classes_ : ndarray
-        The classes.
+        The classes of the synthetic data: the generator's label set, public
+        (``PrivateEvolution(classes=...)``) or privately released (the
+        default; see ``classes`` of :class:`PrivateEvolution`), never read
+        from ``y`` directly.
     n_features_in_ : int
         Number of features.
     epsilon_spent_ : float
@@ -67,9 +71,12 @@ class SyntheticDataClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator
 
     Notes
     -----
-    A class absent from the synthetic data (every noisy count clipped to 0
-    and no survivor kept) would be unknown to the classifier; with Private
-    Evolution every class keeps its population, so all classes are present.
+    The label set is part of what is released: without a public
+    ``classes`` on the generator, Private Evolution releases it privately
+    (noisy label counts with a threshold), so a class with few rows may be
+    left out and is then unknown to the classifier; pass the labels as
+    public knowledge (``PrivateEvolution(classes=...)``) when they are.
+    Every released class keeps its synthetic population.
 
     References
     ----------
@@ -121,6 +128,7 @@ class SyntheticDataClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator
         from ._private_evolution import PrivateEvolution
 
         X, y = validate_data(self, as_numpy(X), as_numpy(y))
+        check_classification_targets(y)
         generator = clone(PrivateEvolution() if self.generator is None else self.generator)
         params = {"class_conditional": True}
         if self.n_synthetic_per_class is not None:

@@ -25,7 +25,7 @@ def _run_left_invertible_wgan(device="cpu", quick=False):
     import numpy as np
 
     from ..datasets import make_swiss_roll_2d
-    from ..metrics import dcr_ratio, wasserstein1
+    from ..utils._distances import dcr_ratio, wasserstein1
     from . import LeftInvertibleWGAN
 
     X, _ = make_swiss_roll_2d(1000, random_state=0)

@@ -24,7 +24,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils._random import draw_seed
 from ..utils._sklearn_private import HasMethods, Interval, StrOptions, _fit_context
-from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device
+from ..utils._torch import as_numpy
+from ..utils._torch_base import TorchEstimatorMixin
 from ._aggregation import AGG_VAR_OFFSET, _inverse_variance
 from ._attributions import BASE_METHODS, _Context, _draw, _feature_vector, _groups
 from ._metrics import _infidelity_values, _optimal_scale, _output_drops, _subset_masks
@@ -38,7 +39,7 @@ _DEFAULT_METHODS = ("saliency", "input_x_gradient", "integrated_gradients", "smo
                     "feature_ablation")
 
 
-class AttributionCombiner(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+class AttributionCombiner(OneToOneFeatureMixin, TransformerMixin, TorchEstimatorMixin, BaseEstimator):
     """Optimal convex combination of feature attributions, per input.
 
     Read more in the :ref:`User Guide <inspection>`.
@@ -254,8 +255,6 @@ default="auto"
         "feature_scale": [StrOptions({"std", "unit"})],
         "target": [None, Interval(Integral, 0, None, closed="left")],
         "response_method": [StrOptions({"auto", "predict_proba", "decision_function", "predict"})],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "device": DEVICE_CONSTRAINT,
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
     }
@@ -324,40 +323,39 @@ default="auto"
             Fitted combiner.
         """
         name = type(self).__name__
-        # the device rule: device="cuda" without a GPU fails here, before any work, whatever the model
-        self.device_ = resolve_device(self.device).type
-        needs_fit = self._needs_fit()
-        if needs_fit:
-            X, y = validate_data(self, as_numpy(X), as_numpy(y), dtype=np.float64, multi_output=True)
-        else:
-            X = validate_data(self, as_numpy(X), dtype=np.float64)
-        n, d = X.shape
-        specs = self._method_specs()
-        self.method_names_ = np.array(_unique_names([s[0] if isinstance(s[0], str) else s[2] for s in specs]),
-                                      dtype=object)
+        with self._torch_fit_context():  # device="cuda" without a GPU fails here, before any work, whatever the model
+            needs_fit = self._needs_fit()
+            if needs_fit:
+                X, y = validate_data(self, as_numpy(X), as_numpy(y), dtype=np.float64, multi_output=True)
+            else:
+                X = validate_data(self, as_numpy(X), dtype=np.float64)
+            n, d = X.shape
+            specs = self._method_specs()
+            self.method_names_ = np.array(_unique_names([s[0] if isinstance(s[0], str) else s[2] for s in specs]),
+                                          dtype=object)
 
-        if isinstance(self.baseline, str):
-            self.baseline_ = X.mean(axis=0)
-        else:
-            self.baseline_ = _feature_vector(self.baseline, d, "baseline", name)
-        _groups(self.feature_groups, d, name)  # validates the labels
+            if isinstance(self.baseline, str):
+                self.baseline_ = X.mean(axis=0)
+            else:
+                self.baseline_ = _feature_vector(self.baseline, d, "baseline", name)
+            _groups(self.feature_groups, d, name)  # validates the labels
 
-        est = self.estimator
-        if needs_fit:
-            if est is None:
-                kind = type_of_target(y)
-                est = LogisticRegression() if kind in ("binary", "multiclass") else Ridge()
-            self.estimator_ = clone(est).fit(X, y)
-        elif _is_torch_module(est):
-            self.estimator_ = copy.deepcopy(est).cpu().eval()
-        else:
-            self.estimator_ = est
+            est = self.estimator
+            if needs_fit:
+                if est is None:
+                    kind = type_of_target(y)
+                    est = LogisticRegression() if kind in ("binary", "multiclass") else Ridge()
+                self.estimator_ = clone(est).fit(X, y)
+            elif _is_torch_module(est):
+                self.estimator_ = copy.deepcopy(est).cpu().eval()
+            else:
+                self.estimator_ = est
 
-        self.scale_ = X.std(axis=0) if self.feature_scale == "std" else np.ones(d)
-        rng = check_random_state(self.random_state)
-        self.seed_ = draw_seed(rng)
-        idx = rng.choice(n, size=min(n, _N_BACKGROUND), replace=False)
-        self.background_ = X[np.sort(idx)]
+            self.scale_ = X.std(axis=0) if self.feature_scale == "std" else np.ones(d)
+            rng = check_random_state(self.random_state)
+            self.seed_ = draw_seed(rng)
+            idx = rng.choice(n, size=min(n, _N_BACKGROUND), replace=False)
+            self.background_ = X[np.sort(idx)]
         return self
 
     def _method_specs(self):

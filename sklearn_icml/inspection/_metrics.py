@@ -171,8 +171,13 @@ def infidelity(model, X, attributions, *, perturbations=None, baseline=0.0, pert
     else:
         I = _check_perturbations(perturbations, X, caller)
     df = _output_drops(m, X, t, I)
-    a = np.einsum("nmd,nd->nm", I, A)
-    return _infidelity_values(a, df, normalize)
+    with np.errstate(over="ignore", invalid="ignore"):
+        a = np.einsum("nmd,nd->nm", I, A)
+        values = _infidelity_values(a, df, normalize)
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"{caller}: the infidelity overflows float64 (inputs, attributions or output drops too "
+                         "large, e.g. X of magnitude 1e300); rescale X or the attributions.")
+    return values
 
 
 @validate_params({**_MODEL_CONSTRAINTS, "attributions": ["array-like"], **_PERTURB_CONSTRAINTS},
@@ -260,6 +265,9 @@ def _sensitivities(explain, X, radius, n_perturbations, noise, perturbations, re
     if phi.shape != (n, d) or phi_pert.shape != (n * m, d):
         raise ValueError(f"{caller}: explain must return an array of shape (n, {d}) for n inputs; got "
                          f"{phi.shape} for {n} inputs and {phi_pert.shape} for {n * m}.")
+    if not (np.all(np.isfinite(phi)) and np.all(np.isfinite(phi_pert))):
+        raise ValueError(f"{caller}: explain returned non-finite attributions (NaN or inf); the sensitivity would "
+                         "not be finite. Check the explainer on X and on the perturbed inputs.")
     diff = np.linalg.norm(phi[:, None, :] - phi_pert.reshape(n, m, d), axis=2)  # (n, m)
     if relative:
         norm = np.linalg.norm(phi, axis=1, keepdims=True)

@@ -27,6 +27,7 @@ input (the predicted class).
 """
 
 import copy
+import re
 
 import numpy as np
 from sklearn.utils.parallel import Parallel, delayed
@@ -155,7 +156,7 @@ class _Model:
             with torch_threads(), torch.no_grad():
                 for sl in _batches(n, self.batch_size):
                     xb = self._tensor(X[sl])
-                    outs.append(self._squeeze(self.module(xb)).detach().to("cpu", torch.float64).numpy())
+                    outs.append(self._squeeze(self._forward(xb)).detach().to("cpu", torch.float64).numpy())
             out = np.concatenate(outs, axis=0)
         else:
             slices = _batches(n, self.batch_size)
@@ -171,6 +172,17 @@ class _Model:
                              "expected (n,) or (n, n_outputs).")
         _check_finite(out, "outputs", self.caller)
         return out
+
+    def _forward(self, xb):
+        """The torch module on a batch; an input it cannot take (a wrong width) is a ValueError naming the width."""
+        try:
+            return self.module(xb)
+        except RuntimeError as exc:
+            if not re.search(r"shape|size|dimension", str(exc)):
+                raise
+            raise ValueError(f"{self.caller}: the torch module {type(self.module).__name__} cannot take inputs "
+                             f"with {xb.shape[-1]} features (X has shape {tuple(xb.shape)} in this batch): {exc}"
+                             ) from exc
 
     def _tensor(self, X):
         import torch
@@ -235,7 +247,7 @@ class _Model:
             for sl in _batches(n, self.batch_size):
                 xb = self._tensor(X[sl]).requires_grad_(True)
                 with torch.enable_grad():
-                    out = self._squeeze(self.module(xb))
+                    out = self._squeeze(self._forward(xb))
                     if tt is None:
                         if out.ndim != 1:
                             raise ValueError(f"{self.caller}: the module output has {out.shape[1]} columns; "

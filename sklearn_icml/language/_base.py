@@ -69,5 +69,10 @@ class NextTokenPredictorMixin:
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = False
+        # X holds token sequences (integer ids padded with -1), categorical data and not a feature matrix: columns
+        # are positions, and sequences of another length are valid at predict time. scikit-learn's data checks
+        # (random real matrices) do not apply; its API checks and the house checks run on real sequences
+        tags.input_tags.two_d_array = False
+        tags.input_tags.categorical = True
         return tags
 

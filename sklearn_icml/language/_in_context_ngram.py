@@ -6,7 +6,8 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
-from ..utils._torch import DEVICE_CONSTRAINT, resolve_device, to_numpy, to_tensor, torch_generator, torch_threads
+from ..utils._torch import to_numpy, to_tensor
+from ..utils._torch_base import TorchEstimatorMixin
 from ._base import NextTokenPredictorMixin
 from ._ngram import ngram_histograms, ngram_probabilities
 from ._sequences import next_token_targets, scored_positions
@@ -21,7 +22,7 @@ def _smoothing_net(n_inputs, hidden_layer_sizes, n_outputs, generator):
     return build_seeded(lambda: make_mlp(n_inputs, hidden_layer_sizes, n_outputs), generator)
 
 
-class InContextNGram(NextTokenPredictorMixin, BaseEstimator):
+class InContextNGram(NextTokenPredictorMixin, TorchEstimatorMixin, BaseEstimator):
     """In-context n-gram next-token predictor with backoff (Akyürek et al., ICML 2024).
 
     At each position the model counts the n-grams of the strings read so far
@@ -125,14 +126,10 @@ class InContextNGram(NextTokenPredictorMixin, BaseEstimator):
         "add_k": [Interval(Real, 0, None, closed="left")],
         "smoothing": [StrOptions({"none", "learned"})],
         "hidden_layer_sizes": [tuple, list],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
         "learning_rate": [Interval(Real, 0, 10, closed="neither")],
         "separator": [Interval(Integral, 0, None, closed="left")],
         "vocab_size": [Interval(Integral, 2, None, closed="left"), None],
-        "device": DEVICE_CONSTRAINT,
         "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(self, order=3, *, backoff="katz", add_k=0.0, smoothing="none", hidden_layer_sizes=(256,),
@@ -168,18 +165,17 @@ class InContextNGram(NextTokenPredictorMixin, BaseEstimator):
         self : InContextNGram
             The fitted model.
         """
-        device = resolve_device(self.device)
-        sizes = tuple(self.hidden_layer_sizes)
-        if not all(isinstance(h, Integral) and h >= 1 for h in sizes):
-            raise ValueError(f"InContextNGram: hidden_layer_sizes must hold positive ints; got {sizes!r}.")
-        X = self._validate_fit(X)
-        self.device_ = device.type
-        self.smoother_, self.loss_curve_, self.n_iter_ = None, [], 0
-        if self.smoothing == "learned":
-            self._fit_smoother(X, sizes, device)
+        with self._torch_fit_context() as ctx:
+            sizes = tuple(self.hidden_layer_sizes)
+            if not all(isinstance(h, Integral) and h >= 1 for h in sizes):
+                raise ValueError(f"InContextNGram: hidden_layer_sizes must hold positive ints; got {sizes!r}.")
+            X = self._validate_fit(X)
+            self.smoother_, self.loss_curve_, self.n_iter_ = None, [], 0
+            if self.smoothing == "learned":
+                self._fit_smoother(X, sizes, ctx)
         return self
 
-    def _fit_smoother(self, X, sizes, device):
+    def _fit_smoother(self, X, sizes, ctx):
         from ..utils._training import fit_module
 
         mask = scored_positions(X, self.separator)
@@ -187,12 +183,11 @@ class InContextNGram(NextTokenPredictorMixin, BaseEstimator):
             raise ValueError("InContextNGram: smoothing='learned' needs at least one position followed by a letter.")
         features = self.ngram_features(X)[mask]
         targets = next_token_targets(X)[mask]
-        with torch_threads():
-            net = _smoothing_net(features.shape[1], sizes, self.vocab_size_, torch_generator(self.random_state))
-            result = fit_module(net, features, targets, loss=self._smoother_loss, max_iter=self.max_iter,
-                                batch_size=self.batch_size, learning_rate=self.learning_rate, optimizer="adam",
-                                device=device, random_state=self.random_state, verbose=self.verbose,
-                                name="InContextNGram")
+        net = _smoothing_net(features.shape[1], sizes, self.vocab_size_, ctx.generator)
+        result = fit_module(net, features, targets, loss=self._smoother_loss, max_iter=self.max_iter,
+                            batch_size=self.batch_size, learning_rate=self.learning_rate, optimizer="adam",
+                            device=ctx.device, random_state=self.random_state, verbose=self.verbose,
+                            name="InContextNGram")
         self.smoother_ = result.module
         self.loss_curve_ = list(result.loss_curve)
         self.n_iter_ = result.n_iter
@@ -247,10 +242,10 @@ class InContextNGram(NextTokenPredictorMixin, BaseEstimator):
         import torch
 
         features = ngram_histograms(X, self.order, self.vocab_size_, self.separator)
-        device = resolve_device(self.device)
         out = np.zeros((*X.shape, self.vocab_size_))
         real = X >= 0
-        with torch_threads(), torch.no_grad():
+        with self._torch_context() as ctx, torch.no_grad():
+            device = ctx.device
             net = self.smoother_.to(device)
             rows = features[real]
             probs = []

@@ -24,6 +24,9 @@ def _prepare(sequences, valid_next, proba, separator, caller):
     if valid.ndim != 3 or valid.shape[:2] != X.shape:
         raise ValueError(f"{caller}: valid_next must have shape (n_sequences, max_len, vocab_size) matching "
                          f"sequences {X.shape}; got {valid.shape}.")
+    if valid.dtype.kind not in "biuf" or (valid.dtype.kind != "b" and not np.all(np.isin(valid, (0, 1)))):
+        raise ValueError(f"{caller}: valid_next must be a boolean mask (True/False or 0/1); got dtype "
+                         f"{valid.dtype} with values other than 0 and 1 (NaN included).")
     proba = _check_proba(proba, X.shape, "proba", caller)
     if proba.shape[2] != valid.shape[2]:
         raise ValueError(f"{caller}: proba has {proba.shape[2]} tokens and valid_next {valid.shape[2]}.")

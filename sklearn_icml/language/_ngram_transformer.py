@@ -5,8 +5,10 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from ..utils._docstrings import fill_doc
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
-from ..utils._torch import DEVICE_CONSTRAINT, resolve_device, to_numpy, to_tensor, torch_generator, torch_threads
+from ..utils._torch import to_numpy, to_tensor
+from ..utils._torch_base import TorchEstimatorMixin
 from ._base import NextTokenPredictorMixin
 from ._counts import head_histograms
 from ._sequences import next_token_targets, scored_positions
@@ -21,7 +23,8 @@ def _histograms(X, orders, vocab_size):
     return np.stack([head_histograms(X, order, vocab_size) for order in orders], axis=1)
 
 
-class NGramTransformerLM(NextTokenPredictorMixin, BaseEstimator):
+@fill_doc
+class NGramTransformerLM(NextTokenPredictorMixin, TorchEstimatorMixin, BaseEstimator):
     """Causal Transformer LM with hard-wired n-gram heads for in-context language learning (ICML 2024).
 
     A pre-norm Transformer with learned positions is trained on next-token
@@ -63,6 +66,7 @@ class NGramTransformerLM(NextTokenPredictorMixin, BaseEstimator):
     max_iter : int, default=10
         Epochs over the training sequences (``ceil(n_sequences / batch_size)``
         optimiser steps each).
+    {{early_stopping_parameters}}
     separator : int, default=18
         Token id joining the strings of a sequence.
     vocab_size : int, default=None
@@ -83,6 +87,9 @@ class NGramTransformerLM(NextTokenPredictorMixin, BaseEstimator):
         Number of token ids.
     loss_curve_ : list of float
         Training cross-entropy per epoch.
+    validation_scores_ : list of float or None
+        Validation cross-entropy per epoch (lower is better) with
+        ``early_stopping``, else None.
     n_iter_ : int
         Epochs run.
     device_ : str
@@ -130,18 +137,15 @@ class NGramTransformerLM(NextTokenPredictorMixin, BaseEstimator):
         "dropout": [Interval(Real, 0, 1, closed="left")],
         "learning_rate": [Interval(Real, 0, 10, closed="neither")],
         "weight_decay": [Interval(Real, 0, 1e6, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
         "separator": [Interval(Integral, 0, None, closed="left")],
         "vocab_size": [Interval(Integral, 2, None, closed="left"), None],
-        "device": DEVICE_CONSTRAINT,
         "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(self, d_model=64, n_layers=2, n_heads=2, ngram_orders=(1, 2, 3), *, ngram_heads_on="embedding",
                  max_len=256, dropout=0.0, learning_rate=1e-3, weight_decay=0.01, batch_size=16, max_iter=10,
-                 separator=18, vocab_size=None, device="cpu", random_state=None, verbose=0):
+                 early_stopping=False, validation_fraction=0.1, n_iter_no_change=10, tol=1e-4, separator=18,
+                 vocab_size=None, device="cpu", random_state=None, verbose=0):
         self.d_model = d_model
         self.n_layers = n_layers
         self.n_heads = n_heads
@@ -153,6 +157,10 @@ class NGramTransformerLM(NextTokenPredictorMixin, BaseEstimator):
         self.weight_decay = weight_decay
         self.batch_size = batch_size
         self.max_iter = max_iter
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
         self.separator = separator
         self.vocab_size = vocab_size
         self.device = device
@@ -194,26 +202,27 @@ class NGramTransformerLM(NextTokenPredictorMixin, BaseEstimator):
         self : NGramTransformerLM
             The fitted model.
         """
-        device = resolve_device(self.device)
-        orders = self._check_params()
-        X = self._check_length(self._validate_fit(X))
-        self.device_ = device.type
-        targets = np.where(scored_positions(X, self.separator), next_token_targets(X), _IGNORE)
-        if not (targets != _IGNORE).any():
-            raise ValueError("NGramTransformerLM: no position of X is followed by a letter; nothing to learn.")
         from ..utils._training import fit_module
         from ._modules import NGramTransformer, build_seeded
 
-        with torch_threads():
+        with self._torch_fit_context() as ctx:
+            orders = self._check_params()
+            X = self._check_length(self._validate_fit(X))
+            targets = np.where(scored_positions(X, self.separator), next_token_targets(X), _IGNORE)
+            if not (targets != _IGNORE).any():
+                raise ValueError("NGramTransformerLM: no position of X is followed by a letter; nothing to learn.")
             net = build_seeded(lambda: NGramTransformer(self.vocab_size_, self.d_model, self.n_layers, self.n_heads,
                                                         self.max_len, orders, self.ngram_heads_on, self.dropout),
-                               torch_generator(self.random_state))
+                               ctx.generator)
             result = fit_module(net, self._inputs(X), targets, loss=_sequence_cross_entropy, max_iter=self.max_iter,
                                 batch_size=self.batch_size, learning_rate=self.learning_rate, optimizer="adamw",
-                                weight_decay=self.weight_decay, device=device, random_state=self.random_state,
+                                weight_decay=self.weight_decay, early_stopping=self.early_stopping,
+                                validation_fraction=self.validation_fraction, n_iter_no_change=self.n_iter_no_change,
+                                tol=self.tol, device=ctx.device, random_state=self.random_state,
                                 verbose=self.verbose, name="NGramTransformerLM")
         self.module_ = result.module
         self.loss_curve_ = list(result.loss_curve)
+        self.validation_scores_ = result.validation_scores
         self.n_iter_ = result.n_iter
         return self
 
@@ -235,11 +244,14 @@ class NGramTransformerLM(NextTokenPredictorMixin, BaseEstimator):
         """
         import torch
 
+        if isinstance(batch_size, bool) or not isinstance(batch_size, Integral) or batch_size < 1:
+            raise ValueError(f"NGramTransformerLM.predict_proba: batch_size must be a positive integer; got "
+                             f"{batch_size!r}.")
         X = self._check_length(self._validate_predict(X))
-        device = resolve_device(self.device)
         inputs = self._inputs(X)
         out = []
-        with torch_threads(), torch.no_grad():
+        with self._torch_context() as ctx, torch.no_grad():
+            device = ctx.device
             net = self.module_.to(device)
             for lo in range(0, len(X), batch_size):
                 batch = [to_tensor(a[lo:lo + batch_size], device) for a in inputs]

@@ -16,6 +16,8 @@ __all__ = ["PAD", "check_sequences", "next_token_targets", "scored_positions"]
 
 #: Padding id.
 PAD = -1
+#: Largest token id accepted: a vocabulary beyond 2**31 ids has no embedding table that fits in memory.
+MAX_TOKEN_ID = 2**31 - 1
 
 
 def check_sequences(X, *, vocab_size=None, name="X", caller="sequences"):
@@ -71,6 +73,11 @@ def check_sequences(X, *, vocab_size=None, name="X", caller="sequences"):
         if np.any(arr != np.round(arr)):
             bad = arr[arr != np.round(arr)].flat[0]
             raise ValueError(f"{caller}: {name} must hold integer token ids; got the value {bad!r}.")
+    if arr.size and (arr.max() > MAX_TOKEN_ID or arr.min() < PAD):
+        value = arr.max() if arr.max() > MAX_TOKEN_ID else arr.min()
+        if value > MAX_TOKEN_ID:
+            raise ValueError(f"{caller}: token id {value.item()!r} in {name} is too large; ids must be at most "
+                             f"{MAX_TOKEN_ID}.")
     out = arr.astype(np.int64)
     if out.min() < PAD:
         raise ValueError(f"{caller}: token id {int(out.min())} in {name} is negative; only -1 (padding) is allowed.")

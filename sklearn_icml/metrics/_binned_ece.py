@@ -8,17 +8,7 @@ from ..utils._dask import any_dask
 from ..utils._sklearn_private import Interval, StrOptions, validate_params
 from ..utils._torch import as_numpy
 from ._calibration_input import MULTICLASS_CONSTRAINT, SCORE_INPUT_CONSTRAINTS, prepare_binary_problems
-
-
-def bin_edges(prob, w, n_bins, strategy):
-    """Bin edges on [0, 1]: equal width, or equal (weighted) mass for ``strategy="quantile"``."""
-    if strategy == "uniform":
-        return np.linspace(0.0, 1.0, n_bins + 1)
-    order = np.argsort(prob, kind="stable")
-    cdf = np.cumsum(w[order])
-    cdf /= cdf[-1]
-    inner = np.interp(np.arange(1, n_bins) / n_bins, cdf, prob[order])
-    return np.concatenate([[0.0], inner, [1.0]])
+from ._calibration_kernels import bin_edges, bin_totals, ece_from_bins, reliability_from_totals
 
 
 def binned_reliability(prob, y, w, n_bins, strategy):
@@ -29,27 +19,6 @@ def binned_reliability(prob, y, w, n_bins, strategy):
     """
     edges = bin_edges(prob, w, n_bins, strategy)
     return reliability_from_totals(*bin_totals(prob, y, w, edges))
-
-
-def bin_totals(prob, y, w, edges):
-    """Per-bin weight, weighted confidence and weighted outcome: additive over the samples."""
-    n_bins = len(edges) - 1
-    ids = np.clip(np.searchsorted(edges, prob, side="right") - 1, 0, n_bins - 1)
-    weight = np.bincount(ids, weights=w, minlength=n_bins)
-    conf = np.bincount(ids, weights=w * prob, minlength=n_bins)
-    hits = np.bincount(ids, weights=w * y, minlength=n_bins)
-    return weight, conf, hits
-
-
-def reliability_from_totals(weight, conf, hits):
-    """Mean confidence, mean outcome and weight of the non-empty bins."""
-    keep = weight > 0
-    return conf[keep] / weight[keep], hits[keep] / weight[keep], weight[keep]
-
-
-def ece_from_bins(conf, acc, weight):
-    """The binned ECE of one problem from its bins."""
-    return float(np.sum(weight * np.abs(acc - conf)) / np.sum(weight))
 
 
 @validate_params(

@@ -7,7 +7,7 @@ finite scores and the weights of the point masses at ``+-inf``, and the linear
 binning of ``w`` and ``w * y`` onto the Gaussian grid (LS-ECE, the reliability
 curve) or the per-bin totals (binned ECE). The grid needs no first pass for
 its range: its nodes are the multiples of the step ``sigma/64`` (see
-:func:`~._ls_ece.grid_layout`), so each block bins onto the nodes its own
+:func:`~._calibration_kernels.grid_layout`), so each block bins onto the nodes its own
 scores reach and the grids add up after aligning their first nodes.
 
 With 2-D scores and ``labels=None`` the class of each column is the sorted
@@ -24,10 +24,18 @@ from sklearn.utils import column_or_1d
 
 from ..utils._dask import aligned_blocks, is_dask_collection, reduce_blocks
 from ._backend import get_ops
-from ._binned_ece import bin_totals, ece_from_bins, reliability_from_totals
 from ._calibration_input import _binary_labels, prepare_binary_problems
-from ._ls_ece import _MAX_GRID, bin_onto_grid, grid_layout, smooth_grid
-from ._reliability import curve_from_sums, sort_curve
+from ._calibration_kernels import (
+    _MAX_GRID,
+    bin_onto_grid,
+    bin_totals,
+    curve_from_sums,
+    ece_from_bins,
+    grid_layout,
+    reliability_from_totals,
+    smooth_grid,
+    sort_curve,
+)
 
 _NUMPY = get_ops(np.zeros(1))
 

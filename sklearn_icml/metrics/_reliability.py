@@ -3,13 +3,12 @@
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.special import expit
 
 from ..utils._dask import any_dask
 from ..utils._sklearn_private import Interval, StrOptions, validate_params
 from ..utils._torch import as_numpy
 from ._calibration_input import SCORE_INPUT_CONSTRAINTS, prepare_binary_problems
-from ._ls_ece import _gaussian_grid_sums, _split_infinite
+from ._calibration_kernels import _gaussian_grid_sums, _split_infinite, curve_from_sums, sort_curve
 
 
 def _uniform_sums(z, y, w, sigma, n_grid):
@@ -127,19 +126,3 @@ def ls_reliability_curve(y_true, y_score, *, sigma=0.1, noise="gaussian", respon
             prob_pred.append([value])
     return sort_curve(prob_true, prob_pred)
 
-
-def curve_from_sums(t, A, B, n_points):
-    """The curve at ``n_points`` quantiles of the smoothed density ``B`` on the grid ``t``."""
-    cdf = np.cumsum(np.maximum(B, 0))
-    cdf /= cdf[-1]
-    levels = (np.arange(n_points) + 0.5) / n_points
-    tq = np.interp(levels, cdf, t)
-    Aq, Bq = np.interp(tq, t, A), np.interp(tq, t, B)
-    return np.clip(Aq / np.maximum(Bq, 1e-300), 0, 1), expit(tq)
-
-
-def sort_curve(prob_true, prob_pred):
-    """Concatenate the pieces of the curve and sort them by predicted probability."""
-    prob_true, prob_pred = np.concatenate(prob_true), np.concatenate(prob_pred)
-    order = np.argsort(prob_pred, kind="stable")
-    return prob_true[order], prob_pred[order]

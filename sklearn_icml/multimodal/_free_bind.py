@@ -47,7 +47,7 @@ class FreeBind(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator)
     expert_widths : list of int or None, default=None
         Widths of the expert blocks, the unified block taking the remaining
         first columns. None: ``X`` splits into ``len(bonds) + 1`` blocks as
-        equal as possible.
+        equal as possible, with a warning that says so.
     mixing : float in [0, 1], dict or None, default=None
         Parallel mode: the factor ``beta`` (or ``{group: factor}``). None:
         the bonds' common ``mixing`` (they must agree). Unused in sequential
@@ -192,7 +192,8 @@ class FreeBind(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator)
     def _validate(self, X, reset):
         name = type(self).__name__
         X = validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite="allow-nan")
-        widths = (block_widths(X.shape[1], None, self.expert_widths, len(self._named_bonds()), name)
+        widths = (block_widths(X.shape[1], None, self.expert_widths, len(self._named_bonds()), name,
+                               param="expert_widths")
                   if reset else self.block_widths_)
         blocks, present = check_blocks(X, widths, name)
         return widths, blocks, present

@@ -7,6 +7,9 @@ expert blocks may be NaN, and only entirely: a NaN in the base block or in
 part of an expert block is an error.
 """
 
+import warnings
+from numbers import Real
+
 import numpy as np
 
 from ..utils._validation import check_float32_range
@@ -15,16 +18,24 @@ __all__ = ["block_widths", "check_blocks", "l2_normalize", "resolve_mixing"]
 
 
 def l2_normalize(Z):
-    """Rows of ``Z`` divided by their Euclidean norm (a zero row stays zero)."""
+    """Rows of ``Z`` divided by their Euclidean norm (a zero row stays zero).
+
+    Each row is first divided by its largest magnitude, so rows of any scale (1e-300 or 1e300, where the squares
+    under- or overflow) come out with unit norm.
+    """
+    Z = np.asarray(Z)
+    scale = np.max(np.abs(Z), axis=1, keepdims=True) if Z.shape[1] else np.zeros((Z.shape[0], 1))
+    Z = Z / np.where(scale > 0, scale, 1.0)
     norms = np.linalg.norm(Z, axis=1, keepdims=True)
-    return Z / np.maximum(norms, np.finfo(Z.dtype if Z.dtype.kind == "f" else float).tiny)
+    return Z / np.where(norms > 0, norms, 1.0)
 
 
-def block_widths(n_features, n_base_features, expert_widths, n_experts, name):
+def block_widths(n_features, n_base_features, expert_widths, n_experts, name, param="n_base_features"):
     """Widths ``[base, expert_1, ...]`` of the column blocks of ``X``.
 
     ``n_base_features=None`` with ``expert_widths=None`` splits the columns into
-    ``n_experts + 1`` blocks as equal as possible (the first blocks one wider);
+    ``n_experts + 1`` blocks as equal as possible (the first blocks one wider),
+    with a warning that names the guess and ``param``, the caller's parameter that says it;
     a given base width leaves the rest to the experts (split as equally), and
     given expert widths leave the rest to the base.
     """
@@ -32,6 +43,10 @@ def block_widths(n_features, n_base_features, expert_widths, n_experts, name):
         raise ValueError(f"{name} needs at least {n_experts + 1} features (a base block and {n_experts} expert "
                          f"block(s)); got {n_features} feature(s).")
     if expert_widths is not None:
+        if any(isinstance(w, bool) or not isinstance(w, Real) or not float(w).is_integer() or w < 1
+               for w in expert_widths):
+            raise ValueError(f"{name}: expert_widths must hold positive whole numbers of columns; got "
+                             f"{list(expert_widths)!r}.")
         expert_widths = [int(w) for w in expert_widths]
         if len(expert_widths) != n_experts:
             raise ValueError(f"{name}: expert_widths has {len(expert_widths)} entries for {n_experts} bond(s).")
@@ -42,6 +57,9 @@ def block_widths(n_features, n_base_features, expert_widths, n_experts, name):
         widths = [base, *expert_widths]
     elif n_base_features is None:
         widths = [len(b) for b in np.array_split(np.arange(n_features), n_experts + 1)]
+        warnings.warn(f"{name}: {param} is None, so X's {n_features} columns are split into blocks of widths "
+                      f"{widths} ([base, expert...]) by guess; pass {param} (the widths of the embeddings) to say "
+                      "where the blocks end.", UserWarning, stacklevel=4)
     else:
         if n_base_features >= n_features:
             raise ValueError(f"{name}: n_base_features={n_base_features} leaves no expert columns in X with "

@@ -16,7 +16,7 @@ import numpy as np
 from scipy import linalg
 
 from ..utils._random import draw_seed
-from ..utils._torch import torch_generator, torch_threads
+from ..utils._torch import torch_generator
 from ..utils._training import fit_module
 from ._layout import l2_normalize
 
@@ -130,18 +130,23 @@ def _objective(loss, temperature):
 
 
 def fit_mlp(source, target, *, loss, temperature, max_iter, batch_size, learning_rate, device, random_state,
-            verbose, name):
-    """Train one ``Proj_Head_mini`` from ``source`` to ``target`` rows; return an :class:`MLPProjector`."""
+            verbose, name, early_stopping=False, validation_fraction=0.1, n_iter_no_change=10, tol=1e-4):
+    """Train one ``Proj_Head_mini`` from ``source`` to ``target`` rows; return an :class:`MLPProjector`.
+
+    Every one of the ``max_iter`` epochs runs unless ``early_stopping`` holds out rows and stops on their
+    loss (the contrastive training loss over reshuffled batches is too noisy to stop on).
+    """
     import torch
 
     generator = torch_generator(random_state)
-    with torch_threads():
-        module = make_proj_head(source.shape[1], target.shape[1], generator, dtype=torch.float32)
+    module = make_proj_head(source.shape[1], target.shape[1], generator, dtype=torch.float32)
     result = fit_module(module, source.astype(np.float32), target.astype(np.float32),
                         train_step=_objective(loss, temperature), max_iter=max_iter, batch_size=batch_size,
-                        learning_rate=learning_rate, n_iter_no_change=max_iter, device=device,
+                        learning_rate=learning_rate, early_stopping=early_stopping,
+                        validation_fraction=validation_fraction,
+                        n_iter_no_change=n_iter_no_change if early_stopping else max_iter, tol=tol, device=device,
                         random_state=generator, verbose=verbose, name=name)
-    return MLPProjector(result.module, result.loss_curve)
+    return MLPProjector(result.module, result.loss_curve, result.validation_scores)
 
 
 class MLPProjector:
@@ -153,17 +158,20 @@ class MLPProjector:
         The trained head, on the CPU.
     loss_curve : list of float
         Mean training loss of each epoch.
+    validation_scores : list of float or None, default=None
+        Loss of the held-out pairs at each epoch under early stopping.
     """
 
-    def __init__(self, module, loss_curve):
+    def __init__(self, module, loss_curve, validation_scores=None):
         self.module = module
         self.loss_curve = loss_curve
+        self.validation_scores = validation_scores
 
     def project(self, Z, device="cpu", batch_size=4096):
         """Map the rows of ``Z`` on ``device``, ``batch_size`` rows at a time (the fitted module stays on the CPU)."""
         import torch
 
-        with torch_threads(), torch.no_grad():
+        with torch.no_grad():  # inside the estimator's torch context (the thread rule)
             module = self.module if str(device) == "cpu" else copy.deepcopy(self.module).to(device)
             module.eval()
             out = np.empty((Z.shape[0], _n_out(module)), dtype=np.float64)
@@ -178,7 +186,7 @@ def _n_out(module):
 
 
 def fit_projectors(source, target, *, projector, n_projectors, groups, ridge_alpha, loss, temperature, max_iter,
-                   batch_size, learning_rate, device, rng, verbose, name):
+                   batch_size, learning_rate, device, rng, verbose, name, stopping=None):
     """The mixture: one projector per group value (``groups``), else ``n_projectors`` on bootstrap resamples.
 
     With ``n_projectors=1`` and no groups, the single projector sees every pair.
@@ -206,7 +214,7 @@ def fit_projectors(source, target, *, projector, n_projectors, groups, ridge_alp
             projectors.append(fit_mlp(S, T, loss=loss, temperature=temperature, max_iter=max_iter,
                                       batch_size=batch_size, learning_rate=learning_rate, device=device,
                                       random_state=draw_seed(rng), verbose=verbose,
-                                      name=name))
+                                      name=name, **(stopping or {})))
     return projectors
 
 

@@ -8,7 +8,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
-from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device
+from ..utils._torch import as_numpy
+from ..utils._torch_base import TorchEstimatorMixin
 from ._layout import block_widths, check_blocks, l2_normalize, resolve_mixing
 from ._projectors import fit_projectors, mean_projection, projection_sum
 
@@ -24,7 +25,7 @@ def _check_groups(groups, n_rows, name):
     return groups
 
 
-class SpaceBond(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class SpaceBond(ClassNamePrefixFeaturesOutMixin, TransformerMixin, TorchEstimatorMixin, BaseEstimator):
     """Bind an expert embedding space to a unified one with small projectors (FreeBind's space bonds).
 
     Read more in the :ref:`User Guide <multimodal>`.
@@ -54,7 +55,8 @@ class SpaceBond(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         Which space is the base of the output (see above).
     n_base_features : int or None, default=None
         Width of the unified part, the first columns of ``X``; None: the
-        first half (the larger half for an odd width).
+        first half (the larger half for an odd width), with a warning that
+        says so (the widths of the embeddings cannot be read from ``X``).
     projector : {"ridge", "procrustes", "mlp"}, default="ridge"
         Closed-form ridge regression (with intercept), the orthogonal
         Procrustes map (no intercept), or FreeBind's ``Proj_Head_mini``
@@ -88,6 +90,19 @@ class SpaceBond(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         when the MLP projects in :meth:`transform`.
     learning_rate : float, default=1e-3
         AdamW step size of the MLP projector.
+    early_stopping : bool, default=False
+        Hold out ``validation_fraction`` of each MLP projector's pairs and
+        stop when their loss has not improved by ``tol`` for more than
+        ``n_iter_no_change`` epochs; the head of the best validation loss is
+        kept. Without it every one of the ``max_iter`` epochs runs (the
+        contrastive loss over reshuffled batches is too noisy to stop on).
+    validation_fraction : float, default=0.1
+        Share of the pairs held out when ``early_stopping``.
+    n_iter_no_change : int, default=10
+        Epochs without an improvement of at least ``tol`` tolerated (with
+        ``early_stopping``).
+    tol : float, default=1e-4
+        Minimal decrease of the validation loss counted as an improvement.
     device : {"cpu", "auto", "cuda"}, default="cpu"
         Where the MLP projectors train and project. Ridge and Procrustes are
         closed-form numpy.
@@ -101,7 +116,8 @@ class SpaceBond(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     projectors_ : list
         The fitted projectors: affine maps (``coef``, ``intercept``) for ridge
         and Procrustes, trained CPU torch heads (``module``,
-        ``loss_curve``) for the MLP.
+        ``loss_curve``, and ``validation_scores`` under ``early_stopping``)
+        for the MLP.
     n_base_features_ : int
         Width of the unified part of ``X``.
     n_expert_features_ : int
@@ -175,17 +191,13 @@ class SpaceBond(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         "n_projectors": [Interval(Integral, 1, None, closed="left")],
         "mixing": [Interval(Real, 0, 1, closed="both"), dict],
         "ridge_alpha": [Interval(Real, 0, None, closed="left")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "device": DEVICE_CONSTRAINT,
         "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(self, bond="combination", *, n_base_features=None, projector="ridge", loss="infonce",
                  temperature=0.05, n_projectors=1, mixing=0.5, ridge_alpha=1e-2, max_iter=100, batch_size=256,
-                 learning_rate=1e-3, device="cpu", random_state=None, verbose=0):
+                 learning_rate=1e-3, early_stopping=False, validation_fraction=0.1, n_iter_no_change=10, tol=1e-4,
+                 device="cpu", random_state=None, verbose=0):
         self.bond = bond
         self.n_base_features = n_base_features
         self.projector = projector
@@ -197,6 +209,10 @@ class SpaceBond(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         self.max_iter = max_iter
         self.batch_size = batch_size
         self.learning_rate = learning_rate
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -237,37 +253,39 @@ class SpaceBond(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         self : object
             Fitted bond.
         """
-        device = resolve_device(self.device)
         name = type(self).__name__
-        u, e, present = self._validate(X, reset=True)
-        groups = _check_groups(groups, u.shape[0], name)
-        if groups is not None and self.n_projectors != 1:
-            raise ValueError(f"{name}: with groups in fit one projector is fitted per group value, so "
-                             f"n_projectors must be 1; got n_projectors={self.n_projectors}.")
-        if not present.any():
-            raise ValueError(f"{name}: no row of X has an expert part (columns {u.shape[1]}.."
-                             f"{u.shape[1] + e.shape[1] - 1} are all NaN); fit needs paired rows.")
-        source, target = (e, u) if self.bond == "combination" else (u, e)
-        self.projectors_ = fit_projectors(
-            source[present], target[present], projector=self.projector, n_projectors=self.n_projectors,
-            groups=None if groups is None else groups[present], ridge_alpha=self.ridge_alpha, loss=self.loss,
-            temperature=self.temperature, max_iter=self.max_iter, batch_size=self.batch_size,
-            learning_rate=self.learning_rate, device=device, rng=check_random_state(self.random_state),
-            verbose=self.verbose, name=name)
-        self.n_base_features_ = u.shape[1]
-        self.n_expert_features_ = e.shape[1]
-        self.n_pairs_ = int(present.sum())
-        self.n_iter_ = max((len(getattr(p, "loss_curve", [None])) for p in self.projectors_), default=1)
-        self.device_ = str(device)
-        self._n_features_out = self.n_base_features_ if self.bond == "combination" else self.n_expert_features_
+        with self._torch_fit_context() as ctx:
+            u, e, present = self._validate(X, reset=True)
+            groups = _check_groups(groups, u.shape[0], name)
+            if groups is not None and self.n_projectors != 1:
+                raise ValueError(f"{name}: with groups in fit one projector is fitted per group value, so "
+                                 f"n_projectors must be 1; got n_projectors={self.n_projectors}.")
+            if not present.any():
+                raise ValueError(f"{name}: no row of X has an expert part (columns {u.shape[1]}.."
+                                 f"{u.shape[1] + e.shape[1] - 1} are all NaN); fit needs paired rows.")
+            source, target = (e, u) if self.bond == "combination" else (u, e)
+            self.projectors_ = fit_projectors(
+                source[present], target[present], projector=self.projector, n_projectors=self.n_projectors,
+                groups=None if groups is None else groups[present], ridge_alpha=self.ridge_alpha, loss=self.loss,
+                temperature=self.temperature, max_iter=self.max_iter, batch_size=self.batch_size,
+                learning_rate=self.learning_rate, device=ctx.device, rng=check_random_state(self.random_state),
+                verbose=self.verbose, name=name,
+                stopping=dict(early_stopping=self.early_stopping, validation_fraction=self.validation_fraction,
+                              n_iter_no_change=self.n_iter_no_change, tol=self.tol))
+            self.n_base_features_ = u.shape[1]
+            self.n_expert_features_ = e.shape[1]
+            self.n_pairs_ = int(present.sum())
+            self.n_iter_ = max((len(getattr(p, "loss_curve", [None])) for p in self.projectors_), default=1)
+            self._n_features_out = self.n_base_features_ if self.bond == "combination" else self.n_expert_features_
         return self
 
-    def _project_device(self):
-        return resolve_device(self.device) if self.projector == "mlp" else "cpu"
+    def _project_device(self, ctx):
+        return ctx.device if self.projector == "mlp" else "cpu"
 
     def _projection_sum(self, Z):
         """``sum_j normalize(P_j(normalize(Z)))`` over this bond's projectors (for parallel composition)."""
-        return projection_sum(self.projectors_, Z, self._project_device(), self.batch_size)
+        with self._torch_context() as ctx:
+            return projection_sum(self.projectors_, Z, self._project_device(ctx), self.batch_size)
 
     def _parts(self, X):
         """What the output mixes: ``(out, rows, projected, anchor)`` of validated ``X``.
@@ -276,15 +294,16 @@ class SpaceBond(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         the mask ``rows`` become ``normalize(m * projected + (1 - m) * anchor)``.
         """
         u, e, present = self._validate(X, reset=False)
-        device = self._project_device()
-        if self.bond == "combination":
-            out = l2_normalize(u)
-            projected = (mean_projection(self.projectors_, e[present], device, self.batch_size)
-                         if present.any() else np.empty((0, u.shape[1])))
-            return out, present, projected.astype(u.dtype, copy=False), out[present]
-        out = mean_projection(self.projectors_, u, device, self.batch_size).astype(u.dtype, copy=False)
-        anchor = l2_normalize(e[present]) if present.any() else np.empty((0, e.shape[1]), dtype=e.dtype)
-        return out, present, out[present], anchor
+        with self._torch_context() as ctx:
+            device = self._project_device(ctx)
+            if self.bond == "combination":
+                out = l2_normalize(u)
+                projected = (mean_projection(self.projectors_, e[present], device, self.batch_size)
+                             if present.any() else np.empty((0, u.shape[1])))
+                return out, present, projected.astype(u.dtype, copy=False), out[present]
+            out = mean_projection(self.projectors_, u, device, self.batch_size).astype(u.dtype, copy=False)
+            anchor = l2_normalize(e[present]) if present.any() else np.empty((0, e.shape[1]), dtype=e.dtype)
+            return out, present, out[present], anchor
 
     @staticmethod
     def _blend(parts, factors):
@@ -363,7 +382,7 @@ class SpaceBond(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         recalls : ndarray of shape (n_values,)
             Recall at ``k`` for each value.
         """
-        from ..metrics import recall_at_k
+        from ..utils._distances import recall_at_k
 
         check_is_fitted(self)
         name = type(self).__name__

@@ -5,7 +5,7 @@ from .._tour import TourEntry, TourResult, fit_timed
 
 def _run_space_bond(device="cpu", quick=False):
     from ..datasets import make_multimodal_embeddings
-    from ..metrics import recall_at_k
+    from ..utils._distances import recall_at_k
     from . import SpaceBond
 
     n_items = 900 if quick else 3000

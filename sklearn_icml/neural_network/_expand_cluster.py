@@ -6,11 +6,11 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
-from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, is_torch_tensor, resolve_device, torch_generator, torch_threads
+from ..utils._torch import as_numpy, is_torch_tensor
+from ..utils._torch_base import TorchEstimatorMixin
 from ..utils._training import ProgressReporter
 from ..utils._validation import check_float32_range
 from ._clustering import cluster_units, collapse_clusters
@@ -56,7 +56,8 @@ def _from_batched(module, student=0):
     return weights, biases
 
 
-class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, BaseEstimator):
+class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, TorchEstimatorMixin,
+                       BaseEstimator):
     """Recover a network's hidden widths and weights from input-output queries (Expand-and-Cluster).
 
     Read more in the :ref:`User Guide <neural_network>`.
@@ -213,8 +214,10 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
       only some students and is lost to the clustering. The polish takes the
       students to 1e-7 or below at the cost of about 1000 more passes.
 
-    When no cluster survives, a :class:`~sklearn.exceptions.ConvergenceWarning`
-    is raised and the best student is returned (its full width).
+    When no cluster of a layer survives, a
+    :class:`~sklearn.exceptions.ConvergenceWarning` says so and the best
+    student is returned exactly as it was trained (full width, none of the
+    layers recovered below that one).
 
     References
     ----------
@@ -258,9 +261,7 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
         "finetune_lr": [Interval(Real, 0, 1e6, closed="right")],
         "polish": [StrOptions({"lbfgs"}), None],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
-        "device": DEVICE_CONSTRAINT,
         "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(self, n_hidden_layers=1, *, activation="tanh", n_students=10, student_width=None, gamma=0.8,
@@ -377,23 +378,21 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
         """
         from ._students import fit_students, init_students, polish_students, student_losses
 
-        device = resolve_device(self.device)
-        self.device_ = str(device)
-        X, y = validate_data(self, as_numpy(X), as_numpy(y), multi_output=True, y_numeric=True,
-                             dtype=np.float64)
-        name = type(self).__name__
-        widths = self._widths(X.shape[1])
-        Y = y.reshape(len(y), -1).astype(np.float64)
-        check_float32_range(X, Y, name=name, labels=("X", "y"), reason="the students train in float32")
-        self.n_outputs_ = Y.shape[1]
-        reporter = ProgressReporter(name, verbose=self.verbose)
-        generator = torch_generator(check_random_state(self.random_state))
-        n_students, act = self.n_students, self.activation
-        for attr in ("cluster_sizes_", "cluster_median_angle_", "linkage_matrices_", "cut_heights_",
-                     "student_units_", "unit_labels_"):
-            setattr(self, attr, [])
-        dropped = []
-        with torch_threads():
+        with self._torch_fit_context() as ctx:
+            X, y = validate_data(self, as_numpy(X), as_numpy(y), multi_output=True, y_numeric=True,
+                                 dtype=np.float64)
+            name = type(self).__name__
+            widths = self._widths(X.shape[1])
+            Y = y.reshape(len(y), -1).astype(np.float64)
+            check_float32_range(X, Y, name=name, labels=("X", "y"), reason="the students train in float32")
+            self.n_outputs_ = Y.shape[1]
+            reporter = ProgressReporter(name, verbose=self.verbose)
+            device, generator = ctx.device, ctx.generator
+            n_students, act = self.n_students, self.activation
+            for attr in ("cluster_sizes_", "cluster_median_angle_", "linkage_matrices_", "cut_heights_",
+                         "student_units_", "unit_labels_"):
+                setattr(self, attr, [])
+            dropped = []
             students = init_students(n_students, X.shape[1], widths, self.n_outputs_, act, generator)
             students = fit_students(students, X, Y, steps=self.student_max_iter, learning_rate=self.student_lr,
                                     batch_size=self.batch_size, device=device, random_state=generator,
@@ -407,6 +406,7 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
             losses = self.student_losses_
             weights = [w.detach().double().numpy().copy() for w in students.weights]
             biases = [b.detach().double().numpy().copy() for b in students.biases]
+            trained = ([w.copy() for w in weights], [b.copy() for b in biases])  # the students as fitted
             for layer in range(self.n_hidden_layers):
                 clusters, units = self._cluster_layer(weights, biases, layer)
                 dropped.append(clusters.n_dropped)
@@ -414,7 +414,7 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
                                  f"{clusters.n_dropped} dropped as unaligned")
                 if not clusters.members:
                     self.n_dropped_clusters_ = np.asarray(dropped, dtype=int)
-                    return self._fall_back(X, Y, losses, weights, biases, layer)
+                    return self._fall_back(X, Y, self.student_losses_, *trained, layer)
                 V, factor, student_ids, unit_ids = units
                 W, b, outgoing, shift = collapse_clusters(clusters, V, factor, student_ids, unit_ids, losses,
                                                           weights[layer + 1], act, self.beta)
@@ -463,10 +463,13 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
         return student_losses(students, X, Y), weights, biases
 
     def _fall_back(self, X, Y, losses, weights, biases, layer):
+        """The best student as trained (before any layer was collapsed), with a warning saying what was lost."""
+        lost = (f"; the layer(s) 1 to {layer} recovered before it are not used either" if layer else "")
         warnings.warn(f"{type(self).__name__}: no cluster of layer {layer + 1} is present in at least gamma * "
                       f"n_students = {self.gamma * self.n_students:g} students with a median angle under beta="
-                      f"{self.beta:.3g}; the best student is returned. Train the students longer "
-                      "(student_max_iter), or lower gamma.", ConvergenceWarning, stacklevel=3)
+                      f"{self.beta:.3g}, so the teacher was not recovered{lost}; the best student is returned as "
+                      "it was trained (full width). Train the students longer (student_max_iter), or lower "
+                      "gamma.", ConvergenceWarning, stacklevel=3)
         best = int(np.argmin(losses))
         coefs = [w[best].T.copy() for w in weights]
         intercepts = [b[best].copy() for b in biases]

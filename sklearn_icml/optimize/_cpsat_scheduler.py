@@ -35,7 +35,7 @@ class _Model:
         D, n = problem.n_stages, problem.n_nodes
         m = cp_model.CpModel()
         weights, self.scale = _integer_weights(problem.node_weight)
-        self.stage = [m.NewIntVar(0, D - 1, f"s{v}") for v in range(n)]
+        self.stage = [m.NewIntVar(int(problem.earliest[v]), int(problem.latest[v]), f"s{v}") for v in range(n)]
         one_hot_nodes = np.flatnonzero(weights > 0) if kind == "compact" else np.arange(n)
         self.one_hot = {}
         for v in one_hot_nodes.tolist():
@@ -46,8 +46,19 @@ class _Model:
         self.peak = m.NewIntVar(int(weights.max(initial=0)), int(weights.sum()), "peak")
         for d in range(D):
             m.Add(sum(int(weights[v]) * self.one_hot[v][d] for v in self.one_hot if weights[v] > 0) <= self.peak)
-        for u, v in problem.edges.tolist():
-            m.Add(self.stage[u] <= self.stage[v])
+        for (u, v), lag in zip(problem.edges.tolist(), problem.edge_lag.tolist()):
+            m.Add(self.stage[v] - self.stage[u] >= lag)
+        if problem.stage_capacity is not None:
+            cap = int(np.floor(problem.stage_capacity * self.scale + 1e-9))
+            for d in range(D):
+                m.Add(sum(int(weights[v]) * self.one_hot[v][d] for v in self.one_hot if weights[v] > 0) <= cap)
+        if len(problem.b_ub):
+            A, b = problem.A_ub, problem.b_ub
+            if np.any(A != np.round(A)) or np.any(b != np.round(b)):
+                raise ValueError("CPSATScheduler: A_ub and b_ub must hold integers for CP-SAT; scale the rows.")
+            for row, rhs in zip(A.astype(np.int64), b.astype(np.int64)):
+                nz = np.flatnonzero(row)
+                m.Add(sum(int(row[v]) * self.stage[v] for v in nz.tolist()) <= int(rhs))
         self.crossings = []
         if kind == "compact":
             comm = sum(self.stage[v] - self.stage[u] for u, v in problem.data_edges.tolist())
@@ -93,7 +104,9 @@ class CPSATScheduler(StageSchedulerMixin, BaseEstimator):
     ``sum (s_v - s_u)``; the "expanded" model is the paper's (one-hot for
     every node, and per data edge and stage boundary the indicator variables
     ``[s_u <= k]``, ``[s_v >= k + 1]`` and their conjunction), about
-    ``3 |E_w| (D - 1)`` extra Booleans. A hint fills every variable, which
+    ``3 |E_w| (D - 1)`` extra Booleans. Lags, the stage capacity and the
+    rows ``A_ub @ s <= b_ub`` (integer coefficients) are added as linear
+    constraints; a proof that none can hold raises ``ValueError``. A hint fills every variable, which
     CP-SAT then repairs and improves: "Gumbel then CP-SAT" is the authors'
     follow-up hybrid.
 
@@ -167,8 +180,8 @@ class CPSATScheduler(StageSchedulerMixin, BaseEstimator):
     Examples
     --------
     >>> from sklearn_icml.datasets import make_scheduling_dag
-    >>> from sklearn_icml.optimize import CPSATScheduler
-    >>> problem = make_scheduling_dag(30, depth=4, random_state=0)
+    >>> from sklearn_icml.optimize import CPSATScheduler, StageSchedulingProblem
+    >>> problem = StageSchedulingProblem.from_dataset(make_scheduling_dag(30, depth=4, random_state=0))
     >>> solver = CPSATScheduler(time_limit=5.0, hint="greedy").fit(problem)  # doctest: +SKIP
     >>> solver.status_ in ("OPTIMAL", "FEASIBLE")  # doctest: +SKIP
     True
@@ -214,8 +227,8 @@ class CPSATScheduler(StageSchedulerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : StageSchedulingProblem or networkx.DiGraph
-            The DAG to schedule.
+        X : StageSchedulingProblem, networkx.DiGraph or list of them
+            The DAG to schedule, or a list of DAGs.
         y : None
             Ignored.
 
@@ -224,9 +237,11 @@ class CPSATScheduler(StageSchedulerMixin, BaseEstimator):
         self : CPSATScheduler
             Fitted scheduler.
         """
+        return self._fit_any(X)
+
+    def _fit_one(self, problem):
         cp_model = _import_cp_model()
         start = time.perf_counter()
-        problem = self._problem(X)
         hint = self._hint_schedule(problem)
         built = _Model(problem, self.model, cp_model)
         if hint is not None:
@@ -237,6 +252,9 @@ class CPSATScheduler(StageSchedulerMixin, BaseEstimator):
         solver.parameters.random_seed = int(check_random_state(self.random_state).randint(2**31 - 1))
         status = solver.Solve(built.model)
         self.status_ = solver.StatusName(status)
+        if status in (cp_model.INFEASIBLE, cp_model.MODEL_INVALID):
+            raise ValueError(f"CPSATScheduler: CP-SAT proved that no legal schedule exists ({self.status_}): the "
+                             "lags, stage capacity and rows A_ub of this problem contradict each other.")
         schedule = None
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             schedule = np.array([solver.Value(s) for s in built.stage], dtype=np.int64)

@@ -187,3 +187,119 @@ def per_node_epoch(problem, n_samples, tau, random_state=0):
     loss = (comm / max(len(problem.data_edges), 1) + problem.mem_weight * mem).mean()
     loss.backward()
     return float(loss.detach())
+
+
+class MaskedSampler:
+    """The constrained Gumbel-max sampler with every constraint of the problem as a mask (numpy, no gradient).
+
+    Nodes are visited in blocks: the nodes of a longest-path level that no
+    capacity or row constraint touches form one block, sampled at once; a node
+    that such a constraint touches forms a block of its own, so that the loads
+    and row sums it sees include every node sampled before it. A node's stage
+    is the argmax of ``logits / tau + Gumbel noise`` over its allowed stages:
+
+    * ``>= max_p (s_p + lag_pv)`` over its parents and ``<= latest[v]`` (the
+      longest lag path to a leaf): every lag holds, and a node never leaves
+      its descendants without room;
+    * ``load[t] + m_v <= stage_capacity``;
+    * for each row, ``A_rv t + (sum over sampled nodes) + (least the nodes
+      still to come can add within [earliest, latest]) <= b_r``.
+
+    Lags alone can never leave a node without an allowed stage, so every
+    sample is legal. Capacity and rows are checked forward only (a legal
+    schedule under them is an NP-hard question in general): a sample that
+    meets a node with no allowed stage is flagged, and the final legality
+    check decides.
+    """
+
+    def __init__(self, problem):
+        n, D = problem.n_nodes, problem.n_stages
+        self.n, self.D = n, D
+        cap = problem.stage_capacity
+        touched = np.zeros(n, dtype=bool)
+        if cap is not None:
+            touched |= problem.node_weight > 0
+        if len(problem.b_ub):
+            touched |= (problem.A_ub != 0).any(axis=0)
+        order = np.lexsort((np.arange(n), touched, problem.levels))
+        self.order = order
+        position = np.empty(n, dtype=np.int64)
+        position[order] = np.arange(n)
+        self.position = position
+        lev, tch = problem.levels[order], touched[order]
+        self.blocks = []
+        start = 0
+        while start < n:
+            stop = start + 1
+            if not tch[start]:
+                while stop < n and lev[stop] == lev[start] and not tch[stop]:
+                    stop += 1
+            self.blocks.append((start, stop))
+            start = stop
+        src, dst = position[problem.edges[:, 0]], position[problem.edges[:, 1]]
+        by_child = np.lexsort((src, dst))
+        src, dst, lag = src[by_child], dst[by_child], problem.edge_lag[by_child]
+        first = np.searchsorted(dst, np.arange(n))
+        rank = np.arange(len(dst)) - first[dst]
+        n_par = np.bincount(dst, minlength=n)
+        self.parents, self.lags = [], []
+        for lo, hi in self.blocks:
+            width = int(n_par[lo:hi].max())
+            pad = np.full((hi - lo, width), n, dtype=np.int64)  # sentinel n: stage -1, lag 0 (no bound)
+            lpad = np.zeros((hi - lo, width), dtype=np.int64)
+            inside = (dst >= lo) & (dst < hi)
+            pad[dst[inside] - lo, rank[inside]] = src[inside]
+            lpad[dst[inside] - lo, rank[inside]] = lag[inside]
+            self.parents.append(pad)
+            self.lags.append(lpad)
+        self.latest = problem.latest[order]
+        self.weight = problem.node_weight[order]
+        self.cap = None if cap is None else cap * (1 + 1e-12)
+        self.A = problem.A_ub[:, order]
+        self.b = problem.b_ub + 1e-9 * (1.0 + np.abs(problem.b_ub))
+        if len(self.b):
+            earliest = problem.earliest[order]
+            self.least = np.minimum(self.A * earliest, self.A * self.latest)  # (R, n): least each node adds
+        self.touched = tch
+
+    def sample(self, scores):
+        """Stages (position order) of ``scores.shape[0]`` samples; ``scores`` (B, n, D) are logits/tau + noise.
+
+        Returns ``stages`` (B, n), ``allowed`` (B, n, D) and ``complete`` (B,):
+        False where a node found no allowed stage (capacity or rows only).
+        """
+        B = scores.shape[0]
+        n, D = self.n, self.D
+        T = np.arange(D)
+        stages = np.full((B, n + 1), -1, dtype=np.int64)  # column n: the sentinel parent
+        allowed = np.zeros((B, n, D), dtype=bool)
+        complete = np.ones(B, dtype=bool)
+        loads = np.zeros((B, D)) if self.cap is not None else None
+        rows = self.least.sum(axis=1)[None, :].repeat(B, axis=0) if len(self.b) else None
+        for (lo, hi), parents, lags in zip(self.blocks, self.parents, self.lags):
+            if parents.shape[1]:
+                lower = np.maximum((stages[:, parents] + lags).max(axis=2), 0)
+            else:
+                lower = np.zeros((B, hi - lo), dtype=np.int64)
+            ok = (T >= lower[..., None]) & (T <= self.latest[lo:hi, None])
+            if self.touched[lo]:  # a block of one node
+                if loads is not None:
+                    ok[:, 0] &= loads + self.weight[lo] <= self.cap
+                if rows is not None:
+                    a = self.A[:, lo]
+                    base = rows - self.least[:, lo]  # (B, R): without this node's least share
+                    ok[:, 0] &= (base[:, :, None] + a[None, :, None] * T[None, None, :]
+                                 <= self.b[None, :, None]).all(axis=1)
+                dead = ~ok[:, 0].any(axis=1)
+                if dead.any():
+                    complete &= ~dead
+                    ok[dead, 0] = T == np.minimum(lower[dead, 0], D - 1)[:, None]
+            pick = np.where(ok, scores[:, lo:hi], -np.inf).argmax(axis=2)
+            stages[:, lo:hi] = pick
+            allowed[:, lo:hi] = ok
+            if self.touched[lo]:
+                if loads is not None:
+                    loads[np.arange(B), pick[:, 0]] += self.weight[lo]
+                if rows is not None:
+                    rows += self.A[:, lo][None, :] * pick[:, 0:1] - self.least[:, lo][None, :]
+        return stages[:, :n], allowed, complete

@@ -25,7 +25,8 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils._sklearn_private import Interval, StrOptions, _check_sample_weight, _fit_context
-from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device, to_numpy, torch_generator, torch_threads
+from ..utils._torch import as_numpy, to_numpy, torch_generator
+from ..utils._torch_base import TorchEstimatorMixin
 from ..utils._validation import check_float32_range, standardization
 from ._lfbo import _lfbo_rows
 from ._tasks import check_task_list, is_task_list, split_by_groups
@@ -108,7 +109,7 @@ def _row_table(tasks, gamma, weight_type):
     return np.concatenate(X), np.concatenate(task), np.concatenate(labels), np.concatenate(weights)
 
 
-class MetaLFBOClassifier(ClassifierMixin, BaseEstimator):
+class MetaLFBOClassifier(ClassifierMixin, TorchEstimatorMixin, BaseEstimator):
     """Meta-learned likelihood-free acquisition classifier with a Bayesian task head (MALIBO).
 
     The classifier of MALIBO [1]_. Its logit for a point ``x`` of task ``t``
@@ -340,20 +341,11 @@ class MetaLFBOClassifier(ClassifierMixin, BaseEstimator):
         "weight_type": [StrOptions({"ei", "pi"})],
         "embedding_loss_weight": [Interval(Real, 0, None, closed="left")],
         "embedding_noise": [Interval(Real, 0, None, closed="left")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "lr_decay": [Interval(Real, 0, 1, closed="right")],
-        "early_stopping": ["boolean"],
-        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
-        "tol": [Interval(Real, 0, None, closed="left")],
         "prior_precision": [Interval(Real, 0, None, closed="neither")],
         "prediction": [StrOptions({"mean", "thompson"})],
-        "device": DEVICE_CONSTRAINT,
         "dtype": [StrOptions({"float64", "float32"})],
         "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(self, n_features=16, n_hidden=32, n_layers=3, *, gamma=1 / 3, weight_type="ei",
@@ -423,20 +415,18 @@ class MetaLFBOClassifier(ClassifierMixin, BaseEstimator):
             :meth:`fit` adapts it to a task.
         """
         self._validate_params()
-        device = resolve_device(self.device)  # before any work: "cuda" without a GPU raises here
-        self.device_ = device.type
         name = type(self).__name__
-        start = time.perf_counter()
-        if is_task_list(X, y):
-            tasks, n_dims = check_task_list(X, name)
-            self.n_features_in_ = n_dims
-            if hasattr(self, "feature_names_in_"):
-                del self.feature_names_in_
-        else:
-            X, y = validate_data(self, as_numpy(X), as_numpy(y), dtype=np.float64, y_numeric=True)
-            tasks = split_by_groups(X, y, groups, name)
-        with torch_threads():
-            state = self._meta_train(tasks, device)
+        with self._torch_fit_context() as ctx:
+            start = time.perf_counter()
+            if is_task_list(X, y):
+                tasks, n_dims = check_task_list(X, name)
+                self.n_features_in_ = n_dims
+                if hasattr(self, "feature_names_in_"):
+                    del self.feature_names_in_
+            else:
+                X, y = validate_data(self, as_numpy(X), as_numpy(y), dtype=np.float64, y_numeric=True)
+                tasks = split_by_groups(X, y, groups, name)
+            state = self._meta_train(tasks, ctx.device)
         state["fit_seconds"] = time.perf_counter() - start
         for value in state.values():
             if isinstance(value, np.ndarray):
@@ -553,44 +543,44 @@ class MetaLFBOClassifier(ClassifierMixin, BaseEstimator):
             The adapted classifier.
         """
         meta = getattr(self, "_meta_state", None)
-        self.device_ = resolve_device(self.device).type  # the adaptation itself is numpy
-        X, y = validate_data(self, as_numpy(X), as_numpy(y), dtype=[np.float64, np.float32])
-        if meta is not None and X.shape[1] != meta["n_dims"]:
-            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
-                             f"{meta['n_dims']} features as input (the dimension of the earlier tasks).")
-        X = X.astype(np.float64, copy=False)
-        check_classification_targets(y)
-        y_type = type_of_target(y, input_name="y", raise_unknown=True)
-        classes, y_idx = np.unique(y, return_inverse=True)
-        if len(classes) < 2:
-            raise ValueError(f"{type(self).__name__} needs samples of 2 classes; got 1 class "
-                             f"({classes[0]!r}).")
-        if y_type != "binary":
-            raise ValueError(f"Only binary classification is supported. The type of the target is {y_type}; "
-                             f"{type(self).__name__} got {len(classes)} classes.")
-        sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-        rng = check_random_state(self.random_state)
+        with self._torch_fit_context():  # device resolved and recorded; the adaptation itself is numpy
+            X, y = validate_data(self, as_numpy(X), as_numpy(y), dtype=[np.float64, np.float32])
+            if meta is not None and X.shape[1] != meta["n_dims"]:
+                raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                                 f"{meta['n_dims']} features as input (the dimension of the earlier tasks).")
+            X = X.astype(np.float64, copy=False)
+            check_classification_targets(y)
+            y_type = type_of_target(y, input_name="y", raise_unknown=True)
+            classes, y_idx = np.unique(y, return_inverse=True)
+            if len(classes) < 2:
+                raise ValueError(f"{type(self).__name__} needs samples of 2 classes; got 1 class "
+                                 f"({classes[0]!r}).")
+            if y_type != "binary":
+                raise ValueError(f"Only binary classification is supported. The type of the target is {y_type}; "
+                                 f"{type(self).__name__} got {len(classes)} classes.")
+            sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+            rng = check_random_state(self.random_state)
 
-        if meta is None:
-            coefs, intercepts, mean_coef, mean_intercept = _init_network(
-                rng, X.shape[1], self.n_hidden, self.n_layers, self.n_features)
-            x_mean, x_scale = standardization(X, sample_weight=sw)
-            # random features, no learned mean: the head alone carries the task
-            state = dict(coefs=coefs, intercepts=intercepts, mean_coef=np.zeros(self.n_features),
-                         mean_intercept=0.0, x_mean=x_mean, x_scale=x_scale, task_embeddings=np.empty(
-                             (0, self.n_features)), n_meta_tasks=0, loss_curve=[], validation_scores=None,
-                         n_epochs=0)
-        else:
-            state = meta
-        self._set_network_attributes(state)
-        phi, offset = _features(X, state)
-        self.coef_, self.posterior_precision_, self.n_iter_ = self._newton(phi, offset, y_idx.astype(float), sw)
-        self.posterior_covariance_ = cho_solve(cho_factor(self.posterior_precision_), np.eye(self.n_features))
-        if self.prediction == "thompson":
-            self.thompson_coef_ = self._draw(rng, 1)[0]
-        elif hasattr(self, "thompson_coef_"):
-            del self.thompson_coef_
-        self.classes_ = classes
+            if meta is None:
+                coefs, intercepts, mean_coef, mean_intercept = _init_network(
+                    rng, X.shape[1], self.n_hidden, self.n_layers, self.n_features)
+                x_mean, x_scale = standardization(X, sample_weight=sw)
+                # random features, no learned mean: the head alone carries the task
+                state = dict(coefs=coefs, intercepts=intercepts, mean_coef=np.zeros(self.n_features),
+                             mean_intercept=0.0, x_mean=x_mean, x_scale=x_scale, task_embeddings=np.empty(
+                                 (0, self.n_features)), n_meta_tasks=0, loss_curve=[], validation_scores=None,
+                             n_epochs=0)
+            else:
+                state = meta
+            self._set_network_attributes(state)
+            phi, offset = _features(X, state)
+            self.coef_, self.posterior_precision_, self.n_iter_ = self._newton(phi, offset, y_idx.astype(float), sw)
+            self.posterior_covariance_ = cho_solve(cho_factor(self.posterior_precision_), np.eye(self.n_features))
+            if self.prediction == "thompson":
+                self.thompson_coef_ = self._draw(rng, 1)[0]
+            elif hasattr(self, "thompson_coef_"):
+                del self.thompson_coef_
+            self.classes_ = classes
         return self
 
     def _newton(self, phi, offset, t, w):

@@ -1,5 +1,6 @@
 """Ask/tell Bayesian optimisers over a box: MALIBO (MetaBayesianOptimizer) and plain LFBO (LikelihoodFreeOptimizer)."""
 
+import contextlib
 from numbers import Integral, Real
 
 import numpy as np
@@ -10,7 +11,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d, validate_data
 
 from ..utils._sklearn_private import HasMethods, Interval, StrOptions, _fit_context
-from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device
+from ..utils._torch import as_numpy
+from ..utils._torch_base import TorchEstimatorMixin
 from ._lfbo import _lfbo_rows
 from ._meta_lfbo import MetaLFBOClassifier
 from ._tasks import check_task_list, is_task_list, split_by_groups
@@ -63,30 +65,31 @@ class _LikelihoodFreeBase(BaseEstimator):
             The optimiser, with no observation of the new task yet.
         """
         name = type(self).__name__
-        self._resolve_device()
-        if X is None:
-            if y is not None:
-                raise ValueError(f"{name}.fit: y was given without X.")
-            tasks = []
-            n_dims = None
-        elif is_task_list(X, y):
-            tasks, n_dims = check_task_list(X, name)
-            if hasattr(self, "feature_names_in_"):
-                del self.feature_names_in_
-        else:
-            X, y = validate_data(self, as_numpy(X), as_numpy(y), dtype=np.float64, y_numeric=True)
-            tasks = split_by_groups(X, y, groups, name)
-            n_dims = X.shape[1]
-        self.bounds_ = self._check_bounds(tasks, n_dims)
-        self.n_features_in_ = self.bounds_.shape[0]
-        rng = check_random_state(self.random_state)
-        self._seed = int(rng.randint(_SEED_MAX))
-        self._fit_meta([(self._to_unit(X_t), y_t) for X_t, y_t in tasks], rng)
-        self._start_run()
+        with self._fit_scope():
+            if X is None:
+                if y is not None:
+                    raise ValueError(f"{name}.fit: y was given without X.")
+                tasks = []
+                n_dims = None
+            elif is_task_list(X, y):
+                tasks, n_dims = check_task_list(X, name)
+                if hasattr(self, "feature_names_in_"):
+                    del self.feature_names_in_
+            else:
+                X, y = validate_data(self, as_numpy(X), as_numpy(y), dtype=np.float64, y_numeric=True)
+                tasks = split_by_groups(X, y, groups, name)
+                n_dims = X.shape[1]
+            self.bounds_ = self._check_bounds(tasks, n_dims)
+            self.n_features_in_ = self.bounds_.shape[0]
+            rng = check_random_state(self.random_state)
+            self._seed = int(rng.randint(_SEED_MAX))
+            self._fit_meta([(self._to_unit(X_t), y_t) for X_t, y_t in tasks], rng)
+            self._start_run()
         return self
 
-    def _resolve_device(self):
-        """Check the ``device`` parameter before any work (a no-op for optimisers without torch)."""
+    def _fit_scope(self):
+        """The context of ``fit``: the torch fit context for an optimiser with a ``device``, else none."""
+        return self._torch_fit_context() if isinstance(self, TorchEstimatorMixin) else contextlib.nullcontext()
 
     def _check_bounds(self, tasks, n_dims):
         name = type(self).__name__
@@ -358,7 +361,7 @@ class _PriorDraw:
         return np.column_stack([1.0 - p, p])
 
 
-class MetaBayesianOptimizer(_LikelihoodFreeBase):
+class MetaBayesianOptimizer(TorchEstimatorMixin, _LikelihoodFreeBase):
     """Meta-learned likelihood-free Bayesian optimisation (MALIBO), with an ask/tell interface.
 
     MALIBO [1]_ minimises an expensive black-box function over a box by
@@ -514,7 +517,6 @@ class MetaBayesianOptimizer(_LikelihoodFreeBase):
         "thompson": ["boolean"],
         "residual": ["boolean"],
         "classifier": [HasMethods(["meta_fit", "fit", "predict_proba"]), None],
-        "device": DEVICE_CONSTRAINT,
     }
 
     def __init__(self, bounds=None, *, gamma=1 / 3, weight_type="ei", n_candidates=5120, thompson=True,
@@ -530,9 +532,6 @@ class MetaBayesianOptimizer(_LikelihoodFreeBase):
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
-
-    def _resolve_device(self):
-        self.device_ = resolve_device(self.device).type
 
     def _fit_meta(self, tasks, rng):
         template = MetaLFBOClassifier() if self.classifier is None else self.classifier

@@ -111,6 +111,18 @@ class StageSchedulingProblem:
         Weight of the peak stage memory (the release's "ratio").
     comm_weight : float, default=1.0
         Weight of the boundary-crossing count.
+    edge_lag : array-like of shape (n_edges,), default=None
+        Minimum stage distance of each edge, ``s_v - s_u >= edge_lag[e]``
+        (non-negative integers; ``None``: all 0, plain precedence).
+    stage_capacity : float, default=None
+        Hard cap on the memory of every stage, ``sum_{s_v = d} m_v <=
+        stage_capacity``; ``None``: no cap.
+    A_ub : array-like of shape (n_rows, n_nodes), default=None
+        Rows of general linear constraints ``A_ub @ s <= b_ub`` over the
+        stage indices (for example ``s_a - s_b <= 0`` and ``s_b - s_a <= 0``:
+        nodes ``a`` and ``b`` share a stage).
+    b_ub : array-like of shape (n_rows,), default=None
+        Right-hand sides of ``A_ub``.
 
     Attributes
     ----------
@@ -135,6 +147,14 @@ class StageSchedulingProblem:
         Node count of the longest path.
     data_edges : ndarray of shape (n_data_edges, 2)
         The edges with ``edge_weight > 0``.
+    edge_lag : ndarray of shape (n_edges,)
+        The lags (zeros without lags).
+    earliest, latest : ndarray of shape (n_nodes,)
+        Earliest and latest stage of each node allowed by the lags and the
+        stage count (longest lag path from a root, and to a leaf).
+    has_side_constraints : bool
+        Whether a stage capacity or rows ``A_ub`` are set (constraints that
+        couple nodes beyond their edges).
 
     See Also
     --------
@@ -170,7 +190,8 @@ class StageSchedulingProblem:
     400.0
     """
 
-    def __init__(self, edges, node_weight, edge_weight=None, *, n_stages=None, mem_weight=100.0, comm_weight=1.0):
+    def __init__(self, edges, node_weight, edge_weight=None, *, n_stages=None, mem_weight=100.0, comm_weight=1.0,
+                 edge_lag=None, stage_capacity=None, A_ub=None, b_ub=None):
         name = "StageSchedulingProblem"
         n = len(node_weight) if np.ndim(node_weight) == 1 else -1
         if n < 0:
@@ -217,10 +238,89 @@ class StageSchedulingProblem:
         self.n_stages = self.n_levels if n_stages is None else _check_scalar(n_stages, "n_stages", 1, True)
         self.data_edges = edges_arr[self.edge_weight > 0]
         self.node_labels = list(range(n))
+        self._set_constraints(edge_lag, stage_capacity, A_ub, b_ub)
+
+    def _set_constraints(self, edge_lag, stage_capacity, A_ub, b_ub):
+        """Validate the side constraints and refuse a set that no schedule can satisfy."""
+        name, n, D = "StageSchedulingProblem", self.n_nodes, self.n_stages
+        if edge_lag is None:
+            lag = np.zeros(self.n_edges, dtype=np.int64)
+        else:
+            lag_f = _as_weights(edge_lag, self.n_edges, "edge_lag")
+            if np.any(lag_f != np.round(lag_f)):
+                raise ValueError(f"{name}: edge_lag must hold integers (stage distances).")
+            lag = lag_f.astype(np.int64)
+        self.edge_lag = lag
+        self.stage_capacity = None if stage_capacity is None else _check_scalar(stage_capacity, "stage_capacity", 0.0)
+        if (A_ub is None) != (b_ub is None):
+            raise ValueError(f"{name}: A_ub and b_ub go together; got only one of them.")
+        if A_ub is None:
+            self.A_ub, self.b_ub = np.zeros((0, n)), np.zeros(0)
+        else:
+            try:
+                A = np.array(A_ub, dtype=np.float64)
+                b = np.array(b_ub, dtype=np.float64).reshape(-1)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(f"{name}: A_ub and b_ub must be numeric.") from exc
+            A = A.reshape(1, -1) if A.ndim == 1 else A
+            if A.ndim != 2 or A.shape[1] != n or A.shape[0] != b.shape[0]:
+                raise ValueError(f"{name}: A_ub must have shape (n_rows, {n}) and b_ub shape (n_rows,); got "
+                                 f"{A.shape} and {b.shape}.")
+            if not (np.all(np.isfinite(A)) and np.all(np.isfinite(b))):
+                raise ValueError(f"{name}: A_ub and b_ub must be finite.")
+            self.A_ub, self.b_ub = A, b
+        self.has_side_constraints = self.stage_capacity is not None or len(self.b_ub) > 0
+        # earliest / latest stage from the longest lag paths, level by level
+        src, dst = self.edges[:, 0], self.edges[:, 1]
+        earliest = np.zeros(n, dtype=np.int64)
+        tail = np.zeros(n, dtype=np.int64)  # longest lag path from the node to a leaf
+        by_level = [np.flatnonzero(self.levels[dst] == k) for k in range(self.n_levels)]
+        for k in range(1, self.n_levels):
+            e = by_level[k]
+            np.maximum.at(earliest, dst[e], earliest[src[e]] + lag[e])
+        for k in range(self.n_levels - 1, 0, -1):
+            e = by_level[k]
+            np.maximum.at(tail, src[e], tail[dst[e]] + lag[e])
+        self.earliest, self.latest = earliest, D - 1 - tail
+        bad = np.flatnonzero(self.earliest > self.latest)
+        if bad.size:
+            v = int(bad[0])
+            raise ValueError(f"{name}: no legal schedule exists: node {v} needs stage >= {int(earliest[v])} after "
+                             f"its ancestors' lags and <= {int(self.latest[v])} before its descendants' lags, with "
+                             f"n_stages={D}.")
+        if self.stage_capacity is not None:
+            cap = self.stage_capacity
+            if self.node_weight.max() > cap or self.node_weight.sum() > cap * D * (1 + 1e-12):
+                raise ValueError(f"{name}: no legal schedule exists: stage_capacity={cap:g} is below the largest "
+                                 f"node ({self.node_weight.max():g}) or {D} stages cannot hold the total memory "
+                                 f"({self.node_weight.sum():g}).")
+        if len(self.b_ub):
+            lo = np.minimum(self.A_ub * self.earliest, self.A_ub * self.latest).sum(axis=1)
+            row = np.flatnonzero(lo > self.b_ub + 1e-9)
+            if row.size:
+                r = int(row[0])
+                raise ValueError(f"{name}: no legal schedule exists: row {r} of A_ub @ s <= b_ub needs at least "
+                                 f"{lo[r]:g} > b_ub[{r}] = {self.b_ub[r]:g} within the stages the lags allow.")
+        in_deg = np.bincount(self.data_edges[:, 1], minlength=n)
+        out_deg = np.bincount(self.data_edges[:, 0], minlength=n)
+        self.data_coef = (in_deg - out_deg).astype(np.float64)  # comm = data_coef @ s on a legal schedule
+
+    def constraint_kwargs(self):
+        """The side constraints as constructor keywords (``edge_lag``, ``stage_capacity``, ``A_ub``, ``b_ub``).
+
+        Returns
+        -------
+        dict
+            Copies of the constraints; empty values for the ones not set.
+        """
+        rows = len(self.b_ub) > 0
+        return dict(edge_lag=self.edge_lag.copy() if self.edge_lag.any() else None,
+                    stage_capacity=self.stage_capacity,
+                    A_ub=self.A_ub.copy() if rows else None, b_ub=self.b_ub.copy() if rows else None)
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def from_networkx(cls, G, node_attr="parameter", edge_attr="parameter", **kw):
+    def from_networkx(cls, G, node_attr="auto", edge_attr="auto", **kw):
         """Build the problem from a networkx ``DiGraph``.
 
         Parameters
@@ -228,14 +328,18 @@ class StageSchedulingProblem:
         G : networkx.DiGraph
             The DAG. Nodes may carry any hashable label; they are numbered in
             ``G.nodes`` order and their labels kept in ``node_labels``.
-        node_attr : str, default="parameter"
-            Node attribute holding the memory weight (the released graphs'
-            name). Every node must have it.
-        edge_attr : str or None, default="parameter"
+        node_attr : str, default="auto"
+            Node attribute holding the memory weight; every node must have
+            it. "auto": ``"weight"`` (networkx's usual name) when every node
+            has it, else ``"parameter"`` (the released graphs' name).
+        edge_attr : str or None, default="auto"
             Edge attribute holding the data size; ``None``: every edge carries
-            data. Every edge must have it otherwise.
+            data. Every edge must have a named attribute. "auto":
+            ``"weight"`` when every edge has it, else ``"parameter"`` when
+            every edge has it, else ``None`` when no edge has either.
         **kw : dict
-            ``n_stages``, ``mem_weight``, ``comm_weight`` of the constructor.
+            ``n_stages``, ``mem_weight``, ``comm_weight`` and the side
+            constraints of the constructor.
 
         Returns
         -------
@@ -250,6 +354,19 @@ class StageSchedulingProblem:
                             "directed graph (networkx.DiGraph).")
         labels = list(G.nodes)
         index = {label: i for i, label in enumerate(labels)}
+        if node_attr == "auto":
+            node_attr = "weight" if all("weight" in d for _, d in G.nodes(data=True)) else "parameter"
+        if edge_attr == "auto":
+            edge_attr = None
+            for key in ("weight", "parameter"):
+                if all(key in d for _, _, d in G.edges(data=True)):
+                    edge_attr = key
+                    break
+            else:
+                if any("weight" in d or "parameter" in d for _, _, d in G.edges(data=True)):
+                    raise ValueError("StageSchedulingProblem.from_networkx: some edges carry a 'weight' or "
+                                     "'parameter' attribute and others not; name edge_attr, or None for every "
+                                     "edge carrying data.")
         weights = []
         for label, data in G.nodes(data=True):
             if node_attr not in data:
@@ -267,6 +384,46 @@ class StageSchedulingProblem:
         problem = cls(np.array(edges, dtype=np.intp).reshape(-1, 2), weights,
                       None if edge_attr is None else edge_weight, **kw)
         problem.node_labels = labels
+        return problem
+
+    @classmethod
+    def from_dataset(cls, data, **kw):
+        """Build the problem from a dataset Bunch (:func:`~sklearn_icml.datasets.make_scheduling_dag`,
+        :func:`~sklearn_icml.datasets.load_dcs_graph`).
+
+        Parameters
+        ----------
+        data : Bunch or dict
+            ``edges``, ``node_weight``, ``edge_weight``, and optionally
+            ``n_stages``, ``mem_weight`` (the dataset's suggested settings) and
+            ``node_labels``.
+        **kw : dict
+            Constructor keywords; they override the suggested settings.
+
+        Returns
+        -------
+        StageSchedulingProblem
+            The problem.
+
+        Examples
+        --------
+        >>> from sklearn_icml.datasets import make_scheduling_dag
+        >>> from sklearn_icml.optimize import StageSchedulingProblem
+        >>> problem = StageSchedulingProblem.from_dataset(make_scheduling_dag(300, random_state=0))
+        >>> problem.n_nodes, problem.n_levels
+        (300, 15)
+        """
+        try:
+            args = {"edges": data["edges"], "node_weight": data["node_weight"],
+                    "edge_weight": data.get("edge_weight")}
+        except (KeyError, TypeError) as exc:
+            raise TypeError("StageSchedulingProblem.from_dataset: data must be a Bunch with edges, node_weight and "
+                            f"edge_weight; got {type(data).__name__}.") from exc
+        settings = {key: data[key] for key in ("n_stages", "mem_weight") if data.get(key) is not None}
+        settings.update(kw)
+        problem = cls(args["edges"], args["node_weight"], args["edge_weight"], **settings)
+        if data.get("node_labels") is not None:
+            problem.node_labels = list(data["node_labels"])
         return problem
 
     @classmethod
@@ -319,7 +476,7 @@ class StageSchedulingProblem:
         nx.write_gml(G, str(path))
 
     def replace(self, **kw):
-        """A copy with other ``n_stages``, ``mem_weight`` or ``comm_weight``.
+        """A copy with other ``n_stages``, ``mem_weight``, ``comm_weight`` or side constraints.
 
         Parameters
         ----------
@@ -331,10 +488,11 @@ class StageSchedulingProblem:
         StageSchedulingProblem
             The new problem (same graph and labels).
         """
-        unknown = set(kw) - {"n_stages", "mem_weight", "comm_weight"}
+        unknown = set(kw) - {"n_stages", "mem_weight", "comm_weight", "edge_lag", "stage_capacity", "A_ub", "b_ub"}
         if unknown:
             raise TypeError(f"StageSchedulingProblem.replace: unknown keyword(s) {sorted(unknown)}.")
-        args = dict(n_stages=self.n_stages, mem_weight=self.mem_weight, comm_weight=self.comm_weight)
+        args = dict(n_stages=self.n_stages, mem_weight=self.mem_weight, comm_weight=self.comm_weight,
+                    **self.constraint_kwargs())
         args.update(kw)
         problem = type(self)(self.edges, self.node_weight, self.edge_weight, **args)
         problem.node_labels = list(self.node_labels)
@@ -355,11 +513,22 @@ class StageSchedulingProblem:
 
     def _legal(self, s):
         in_range = ((s >= 0) & (s < self.n_stages)).all(axis=-1)
-        ordered = (s[..., self.edges[:, 0]] <= s[..., self.edges[:, 1]]).all(axis=-1)
-        return in_range & ordered
+        ordered = (s[..., self.edges[:, 1]] - s[..., self.edges[:, 0]] >= self.edge_lag).all(axis=-1)
+        legal = in_range & ordered
+        if self.stage_capacity is not None:
+            s2 = np.atleast_2d(np.clip(s, 0, self.n_stages - 1))
+            flat = (s2 + self.n_stages * np.arange(len(s2))[:, None]).ravel()
+            loads = np.bincount(flat, weights=np.tile(self.node_weight, len(s2)),
+                                minlength=self.n_stages * len(s2)).reshape(len(s2), self.n_stages)
+            fits = loads.max(axis=1) <= self.stage_capacity * (1 + 1e-12)
+            legal = legal & (fits[0] if s.ndim == 1 else fits)
+        if len(self.b_ub):
+            slack = self.b_ub + 1e-9 * (1.0 + np.abs(self.b_ub))
+            legal = legal & (s @ self.A_ub.T <= slack).all(axis=-1)
+        return legal
 
     def is_feasible(self, stages):
-        """Whether every stage is in range and ``s_u <= s_v`` on every edge.
+        """Whether every stage is in range, ``s_v - s_u >= edge_lag`` on every edge and the side constraints hold.
 
         Parameters
         ----------
@@ -497,8 +666,10 @@ class StageSchedulingProblem:
         """
         h = hashlib.sha1()
         order = np.lexsort((self.edges[:, 1], self.edges[:, 0]))  # edge order does not matter
-        for arr in (self.edges[order].astype(np.int64), self.node_weight, self.edge_weight[order] > 0):
+        for arr in (self.edges[order].astype(np.int64), self.node_weight, self.edge_weight[order] > 0,
+                    self.edge_lag[order], self.A_ub, self.b_ub):
             h.update(np.ascontiguousarray(arr).tobytes())
+        h.update(repr(self.stage_capacity).encode())
         h.update(repr((self.n_nodes, self.n_stages, self.mem_weight, self.comm_weight)).encode())
         return h.hexdigest()[:16]
 

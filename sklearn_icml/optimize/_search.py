@@ -12,7 +12,7 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils import check_array, check_random_state, get_tags
 
 from ..utils._sklearn_private import BaseSearchCV, HasMethods, Interval
-from ..utils._torch import DEVICE_CONSTRAINT, resolve_device
+from ..utils._torch_base import TorchEstimatorMixin
 from ._optimizer import MetaBayesianOptimizer
 
 __all__ = ["MetaBayesSearchCV"]
@@ -163,7 +163,7 @@ def _results_of(item, owner, i):
     return results
 
 
-class MetaBayesSearchCV(BaseSearchCV):
+class MetaBayesSearchCV(TorchEstimatorMixin, BaseSearchCV):
     """Hyper-parameter search by meta-learned likelihood-free Bayesian optimisation (MALIBO).
 
     A drop-in beside :class:`~sklearn.model_selection.GridSearchCV` and
@@ -314,7 +314,6 @@ class MetaBayesSearchCV(BaseSearchCV):
         "n_points": [Interval(Integral, 1, None, closed="left")],
         "meta_results": [list, tuple, None],
         "optimizer": [HasMethods(["fit", "observe", "suggest"]), None],
-        "device": DEVICE_CONSTRAINT,
         "random_state": ["random_state"],
     }
 
@@ -359,22 +358,22 @@ class MetaBayesSearchCV(BaseSearchCV):
             The fitted search.
         """
         self._validate_params()
-        self.device_ = resolve_device(self.device).type  # before any work: "cuda" without a GPU raises here
-        if hasattr(self.estimator, "__sklearn_tags__"):  # else the parameter validation reports it
-            target_tags = get_tags(self.estimator).target_tags
-            if y is None and target_tags.required:
-                raise ValueError(f"This {type(self).__name__} estimator requires y to be passed, but the target y "
-                                 f"is None ({type(self.estimator).__name__} is supervised).")
-            shape = getattr(y, "shape", None) if y is None or hasattr(y, "shape") else np.asarray(y).shape
-            if shape is not None and not target_tags.multi_output and len(shape) == 2 and shape[1] == 1:
-                warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape "
-                              "of y to (n_samples,), for example using ravel().", DataConversionWarning,
-                              stacklevel=2)
-                y = np.ravel(np.asarray(y))
-            if y is not None and target_tags.required:
-                # NaN or infinite targets: a clear error before the splitter casts them
-                check_array(y, ensure_2d=False, dtype=None, input_name="y", ensure_min_samples=0)
-        return super().fit(X, y, **params)
+        with self._torch_fit_context():  # device resolved first and recorded, torch's threads scoped
+            if hasattr(self.estimator, "__sklearn_tags__"):  # else the parameter validation reports it
+                target_tags = get_tags(self.estimator).target_tags
+                if y is None and target_tags.required:
+                    raise ValueError(f"This {type(self).__name__} estimator requires y to be passed, but the target y "
+                                     f"is None ({type(self.estimator).__name__} is supervised).")
+                shape = getattr(y, "shape", None) if y is None or hasattr(y, "shape") else np.asarray(y).shape
+                if shape is not None and not target_tags.multi_output and len(shape) == 2 and shape[1] == 1:
+                    warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape "
+                                  "of y to (n_samples,), for example using ravel().", DataConversionWarning,
+                                  stacklevel=2)
+                    y = np.ravel(np.asarray(y))
+                if y is not None and target_tags.required:
+                    # NaN or infinite targets: a clear error before the splitter casts them
+                    check_array(y, ensure_2d=False, dtype=None, input_name="y", ensure_min_samples=0)
+            return super().fit(X, y, **params)
 
     def _refit_key(self, results):
         if "mean_test_score" in results:

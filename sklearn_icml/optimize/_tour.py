@@ -26,9 +26,9 @@ def _run_malibo(device="cpu", quick=False):
 
 def _run_gumbel_scheduling(device="cpu", quick=False):
     from ..datasets import make_scheduling_dag
-    from . import GreedyStageScheduler, GumbelScheduler
+    from . import GreedyStageScheduler, GumbelScheduler, StageSchedulingProblem
 
-    problem = make_scheduling_dag(1000, n_stages=10, random_state=0)
+    problem = StageSchedulingProblem.from_dataset(make_scheduling_dag(1000, n_stages=10, random_state=0))
     gumbel, seconds = fit_timed(GumbelScheduler(batch_size=16, max_iter=10 if quick else 50, device=device,
                                                 random_state=0), problem)
     greedy = GreedyStageScheduler().fit(problem)

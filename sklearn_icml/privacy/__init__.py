@@ -14,6 +14,8 @@
   :func:`gaussian_rounds_noise_multiplier`);
 * budget bookkeeping: :class:`Accountant`, :func:`ledger_entry` and
   :func:`split_budget` (parts that never add up to more than the total);
+* a private box for data without public bounds (:func:`private_bounds`, from
+  the additive counts of :func:`grid_histogram`);
 * :class:`PrivacyLeakWarning`.
 
 Neighbouring datasets differ by one record added or removed (unbounded DP);
@@ -25,6 +27,7 @@ its input (finite data and bounds, ``0 < epsilon < inf``, ``0 <= delta < 1``).
 """
 
 from ._accounting import Accountant, ledger_entry, split_budget
+from ._bounds import MAGNITUDE_EDGES, N_LINEAR, PrivateBounds, grid_histogram, private_bounds
 from ._continual import ContinualQuadtreeHistogram
 from ._exceptions import PrivacyLeakWarning
 from ._local_hashing import olh_count_std, olh_parameters
@@ -40,9 +43,12 @@ from ._rounds import gaussian_rounds_epsilon, gaussian_rounds_noise_multiplier
 from ._sums import noisy_group_sums
 
 __all__ = [
+    "MAGNITUDE_EDGES",
+    "N_LINEAR",
     "Accountant",
     "ContinualQuadtreeHistogram",
     "PrivacyLeakWarning",
+    "PrivateBounds",
     "QuadtreeHistogram",
     "gaussian_delta",
     "gaussian_mechanism",
@@ -50,11 +56,13 @@ __all__ = [
     "gaussian_rounds_epsilon",
     "gaussian_rounds_noise_multiplier",
     "geometric_mechanism",
+    "grid_histogram",
     "laplace_mechanism",
     "ledger_entry",
     "noisy_group_sums",
     "olh_count_std",
     "olh_parameters",
+    "private_bounds",
     "private_quadtree_histogram",
     "split_budget",
 ]

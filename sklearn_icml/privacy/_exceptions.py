@@ -6,10 +6,11 @@ __all__ = ["PrivacyLeakWarning"]
 class PrivacyLeakWarning(UserWarning):
     """A differentially private computation was asked to do something that leaks.
 
-    Raised, for example, when :class:`sklearn_icml.cluster.PrivateKMeans` is
-    fitted with ``bounds=None``: the bounds are then read from the private
-    data itself, which no differential-privacy guarantee covers. Pass public
-    bounds to remove the leak (and the warning).
+    Raised, for example, on every fit of
+    :class:`sklearn_icml.cluster.PrivateKMeans` with ``bounds="data"``: the
+    bounds are then read from the private data itself, which no
+    differential-privacy guarantee covers. Pass public bounds, or
+    ``bounds=None`` for a private box, to remove the leak (and the warning).
 
     Examples
     --------

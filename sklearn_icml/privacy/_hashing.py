@@ -56,13 +56,28 @@ def hash_torch(seed, key):
     return _lshr(_mix64_torch(_mix64_torch(k) ^ seed), 1)
 
 
-def _uniform01(seed, *parts):
-    """Counter-based uniforms in (0, 1): one per broadcast combination of the int64 ``parts``."""
+def hashed_bits(seed, *parts):
+    """Counter-based uint64 words: one per broadcast combination of the int64 ``parts`` under ``seed``."""
     h = np.asarray(seed, dtype=np.uint64)
     for p in parts:
         with np.errstate(over="ignore"):
             h = _mix64_np(h ^ (np.asarray(p).astype(np.uint64) * np.uint64(_GOLDEN)))
-    return ((h >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0 ** -53
+    return h
+
+
+def _bits_to_open_unit(h):
+    """Map uint64 words to the open interval (0, 1): the top 52 bits plus one half, times ``2**-52``.
+
+    Every result ``(k + 1/2) 2**-52`` with ``0 <= k < 2**52`` is exactly
+    representable (53 significant bits), so neither 0 nor 1 is ever reached
+    (with the top 53 bits, ``2**53 - 1/2`` would round up to ``2**53``: 1.0).
+    """
+    return ((np.asarray(h, dtype=np.uint64) >> np.uint64(12)).astype(np.float64) + 0.5) * 2.0 ** -52
+
+
+def _uniform01(seed, *parts):
+    """Counter-based uniforms in the open interval (0, 1): one per broadcast combination of the int64 ``parts``."""
+    return _bits_to_open_unit(hashed_bits(seed, *parts))
 
 
 def hashed_laplace(scale, seed, *parts):

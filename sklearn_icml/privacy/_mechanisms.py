@@ -24,7 +24,7 @@ from scipy.special import log_ndtr, ndtr
 from sklearn.utils import check_random_state
 
 from ..utils._sklearn_private import Interval, validate_params
-from ._validation import DELTA_POSITIVE, EPSILON, POSITIVE, check_finite
+from ._validation import DELTA_POSITIVE, EPSILON, POSITIVE, check_finite, check_noise_scale
 
 __all__ = [
     "gaussian_delta",
@@ -74,9 +74,11 @@ def laplace_mechanism(value, *, sensitivity, epsilon, random_state=None):
     >>> noisy.shape
     (2,)
     """
+    scale = check_noise_scale(sensitivity / epsilon, caller="laplace_mechanism", sensitivity=sensitivity,
+                              epsilon=epsilon)
     value = check_finite(value, "value", caller="laplace_mechanism")
     rng = check_random_state(random_state)
-    noisy = value + rng.laplace(0.0, sensitivity / epsilon, size=value.shape)
+    noisy = value + rng.laplace(0.0, scale, size=value.shape)
     return noisy if noisy.ndim else float(noisy)
 
 
@@ -218,7 +220,10 @@ def gaussian_noise_scale(epsilon, delta, sensitivity=1.0):
     # brentq's root may sit a hair on the wrong side; step up until the condition holds
     while _gaussian_delta(sigma, epsilon, 1.0) > delta:
         sigma *= 1 + 1e-12
-    return float(sigma * sensitivity)
+    with np.errstate(over="ignore", under="ignore"):
+        scaled = float(sigma * sensitivity)
+    return check_noise_scale(scaled, caller="gaussian_noise_scale", sensitivity=sensitivity, epsilon=epsilon,
+                             name="sigma(epsilon, delta) * sensitivity")
 
 
 @validate_params(

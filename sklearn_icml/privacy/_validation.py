@@ -11,18 +11,32 @@ import numpy as np
 
 from ..utils._sklearn_private import Interval
 
-__all__ = ["DELTA", "DELTA_POSITIVE", "EPSILON", "POSITIVE", "MAX_ABS_BOUND", "check_box", "check_finite"]
+__all__ = ["DELTA", "DELTA_POSITIVE", "EPSILON", "POSITIVE", "MAX_ABS_BOUND", "MAX_NOISE_SCALE", "MIN_NOISE_SCALE",
+           "check_box", "check_finite", "check_noise_scale"]
 
-#: epsilon: finite and positive (``inf`` would mean no noise at all, i.e. no privacy)
-EPSILON = [Interval(Real, 0, np.inf, closed="neither")]
+
+
+class _RealNotBool(Interval):
+    """An :class:`Interval` of reals that refuses booleans (``True`` is not an epsilon of 1)."""
+
+    def is_satisfied_by(self, val):
+        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
+
+
+#: epsilon: finite and positive (``inf`` would mean no noise at all, i.e. no privacy); never a boolean
+EPSILON = [_RealNotBool(Real, 0, np.inf, closed="neither")]
 #: delta of an approximate-DP release: in [0, 1)
 DELTA = [Interval(Real, 0, 1, closed="left")]
 #: delta of a Gaussian release: in (0, 1)
 DELTA_POSITIVE = [Interval(Real, 0, 1, closed="neither")]
-#: a finite positive scale or sensitivity
-POSITIVE = [Interval(Real, 0, np.inf, closed="neither")]
+#: a finite positive scale or sensitivity (never a boolean)
+POSITIVE = [_RealNotBool(Real, 0, np.inf, closed="neither")]
 #: largest absolute box coordinate: squared distances and noise scales stay finite in float64
 MAX_ABS_BOUND = 1e150
+#: the noise scales a mechanism accepts: its grid (a power of two far below the scale) and its largest draws
+#: (far above it) must stay normal, finite float64 numbers
+MIN_NOISE_SCALE = 2.0 ** -900
+MAX_NOISE_SCALE = 2.0 ** 900
 
 
 def check_finite(value, name, *, caller, ndim=None, dtype=np.float64):
@@ -58,3 +72,15 @@ def check_box(bounds, n_dims, *, caller, name="bounds"):
     if np.any(upper <= lower):
         raise ValueError(f"{caller}: {name} must satisfy lower < upper in every dimension; got {bounds!r}.")
     return lower, upper
+
+
+def check_noise_scale(scale, *, caller, sensitivity, epsilon, name="sensitivity / epsilon"):
+    """``scale`` as a float, refusing a noise scale float64 cannot carry (inf, 0, or near either end)."""
+    scale = float(scale)
+    if not (np.isfinite(scale) and MIN_NOISE_SCALE <= scale <= MAX_NOISE_SCALE):
+        raise ValueError(
+            f"{caller}: the noise scale {name} = {scale!r} (sensitivity={sensitivity!r}, epsilon={epsilon!r}) "
+            f"must be finite and within [2**-900, 2**900] so that the noise is representable in float64; "
+            f"choose epsilon and sensitivity whose ratio lies in that range."
+        )
+    return scale

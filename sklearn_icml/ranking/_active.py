@@ -29,7 +29,8 @@ _check_sampler_params = validate_params(
     {
         "rule": [StrOptions({"ci_reduction", "uniform"})],
         "items": ["array-like", None],
-        "prior": [Interval(Real, 0, None, closed="neither")],
+        # more pseudo-votes than 1e12 leaves no room for the votes in float64's 16 digits
+        "prior": [Interval(Real, 0, 1e12, closed="right")],
         "uniform_mix": [Interval(Real, 0, 1, closed="both")],
         "tie_labels": ["array-like"],
         "win_labels": [StrOptions({"auto"}), tuple, list],
@@ -81,7 +82,8 @@ class ActivePairSampler:
     prior : float, default=1.0
         Pseudo-votes per pair (half wins, half losses) added to the counts: a
         pair never compared has ``n_a = prior`` and variance 1/4, so it has a
-        finite, high priority.
+        finite, high priority. At most 1e12 (beyond, the votes vanish in
+        float64 rounding).
     uniform_mix : float, default=0.1
         Fraction of uniform sampling mixed into the rule, keeping every
         probability at least ``uniform_mix / n_pairs``. The paper's central

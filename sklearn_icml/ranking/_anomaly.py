@@ -1,5 +1,6 @@
 """Anomalous-rater detection: per-vote p-values combined by Fisher's method at random looks (Chatbot Arena 5.1)."""
 
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -230,7 +231,7 @@ class RaterAnomalyDetector:
             voter's last vote), ``flagged``, ``look`` (vote count at the first
             look that flagged, 0 if none), ``statistic`` (Fisher ``M_j`` at that
             look, or at the last look used) and ``threshold`` (its critical value).
-            Empty (no rows) when there are no votes.
+            Empty (no rows), with a warning, when there are no votes.
         """
         p = self.vote_pvalues(X, y)
         groups = np.asarray(groups).reshape(-1)
@@ -239,7 +240,9 @@ class RaterAnomalyDetector:
                              f"{groups.shape} for {len(p)} votes.")
         names, g = factorize(groups)
         G = len(names)
-        if G == 0:  # no votes: an empty report
+        if G == 0:  # no votes: an empty report, said
+            warnings.warn(f"{type(self).__name__}.test: no votes to test; the report is empty.", UserWarning,
+                          stacklevel=2)
             return np.rec.fromarrays(
                 [names, np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp), np.zeros(0, dtype=bool),
                  np.zeros(0, dtype=np.intp), np.zeros(0), np.zeros(0)],

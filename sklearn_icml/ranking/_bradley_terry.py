@@ -22,13 +22,17 @@ from ..utils._torch import as_numpy
 from . import _bt_solver
 from ._battles import (
     DEFAULT_TIE_LABELS,
+    _is_in,
+    _sort_keys,
     as_battle_array,
     check_ids,
     encode_ids,
+    factorize,
     lookup_ids,
     parse_outcomes,
     split_battles,
 )
+from ._ties import davidson_log_proba, fit_davidson_tie
 
 #: Penalty-held ratings further than this from the mean (Elo points) trigger a warning.
 _EXTREME_ELO = 1000.0
@@ -71,9 +75,13 @@ class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
     (sandwich) or bootstrap confidence intervals, optional simultaneous
     intervals, and the paper's approximate ranks.
 
-    It is a binary classifier over battles: ``predict_proba`` gives the
-    probability of each outcome class, so it scores with ``neg_log_loss`` and
-    tunes with ``GridSearchCV`` like any scikit-learn classifier.
+    It is a classifier over battles: ``predict_proba`` gives the probability
+    of each outcome class, so it scores with ``neg_log_loss``,
+    ``roc_auc_ovr`` or ``accuracy`` and tunes with ``GridSearchCV`` like any
+    scikit-learn classifier. Without ties in ``y`` the classes are the two
+    decisive outcomes; with ties (``ties="half"``) every tie label of ``y`` is
+    a class too, its probability given by Davidson's tie model [2]_ on the
+    fitted ratings (see Notes).
 
     Parameters
     ----------
@@ -148,9 +156,17 @@ class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
 
     Attributes
     ----------
-    classes_ : ndarray of shape (2,)
-        The two decisive outcome labels, sorted; ``predict_proba[:, 1]`` is the
-        probability of ``classes_[1]``.
+    classes_ : ndarray of shape (n_classes,)
+        The outcome labels, sorted: the two decisive ones, and with
+        ``ties="half"`` the tie labels that occur in ``y``; the columns of
+        ``predict_proba`` follow them.
+    tie_classes_ : ndarray of shape (n_tie_classes,)
+        The tie labels among ``classes_`` (empty without ties in the fit).
+    tie_shares_ : ndarray of shape (n_tie_classes,)
+        Share of the (weighted) ties carried by each tie label.
+    tie_log_nu_ : float or None
+        ``log(nu)`` of Davidson's tie model, by maximum likelihood at the
+        fitted ratings; None without ties.
     first_wins_label_ : object
         The element of ``classes_`` that means the first competitor won.
     items_ : ndarray of shape (n_items,)
@@ -222,9 +238,15 @@ class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
     ``frequency * (1/P)^2``.
 
     Assumptions written here because the paper leaves them open: ties count as
-    half a win in the likelihood and in the sandwich meat (FastChat's
-    convention; arena-rank does the same), so with ``ties="half"`` the
-    probability of a win from :meth:`predict_proba` is the expected score; the sandwich uses the uncentred
+    half a win in the likelihood of the ratings and in the sandwich meat
+    (FastChat's convention; arena-rank does the same). A tie is nonetheless an
+    outcome of its own for prediction: with ties in ``y`` (``ties="half"``),
+    :meth:`predict_proba` follows Davidson's model [2]_, ``P(first wins) :
+    P(second wins) : P(tie) = exp(d / 2) : exp(-d / 2) : nu`` with ``d`` the
+    Bradley-Terry logit of the ratings (so that without ties it is the
+    logistic function of ``d``), ``nu`` fitted by maximum likelihood given the
+    ratings, and ``P(tie)`` split among several tie labels in proportion to
+    their weighted counts; :meth:`predict` is the most probable class. The sandwich uses the uncentred
     score outer products; the bootstrap keeps the point estimate of the full
     fit as the rating (never the bootstrap median) and bootstrap resamples
     whose MLE does not exist (``alpha=0``) are left out with a warning; the
@@ -263,6 +285,9 @@ class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
     References
     ----------
     {{chatbot_arena_reference}}
+    .. [2] R. R. Davidson, "On extending the Bradley-Terry model to
+       accommodate ties in paired comparison experiments", Journal of the
+       American Statistical Association 65(329), 317-328, 1970.
 
     Examples
     --------
@@ -389,6 +414,7 @@ class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
         self.covariate_coef_ = theta[M:].copy()
         base_rating = self.init_rating if self.anchor is None else float(self.anchor[1])
         self.ratings_ = factor * self.scores_ + base_rating
+        self._fit_ties(buckets, theta, M)
         self.bootstrap_ratings_ = None
         if bootstrap:
             with _bootstrap_backend(dask_input):
@@ -412,6 +438,7 @@ class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
         self.classes_, self.first_wins_label_, score = parse_outcomes(
             name, y, tie_labels=tuple(self.tie_labels), win_labels=self.win_labels)
         freq = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        y_labels = np.asarray(y).reshape(-1)
         ipw = None
         if sampling_proba is not None:
             prob = np.asarray(as_numpy(sampling_proba), dtype=np.float64).reshape(-1)
@@ -431,6 +458,12 @@ class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
             ipw = None if ipw is None else ipw[keep]
         if ipw is not None:
             ipw = ipw / (np.dot(freq, ipw) / freq.sum())
+        tied = score == 0.5
+        w_tied = (freq if ipw is None else freq * ipw)[tied]
+        labels_tied = y_labels[keep][tied] if not keep.all() else y_labels[tied]
+        tie_labels, tie_inv = factorize(labels_tied)
+        tie_w = np.bincount(tie_inv, weights=w_tied, minlength=len(tie_labels))
+        self._tie_weights = {lab: float(w) for lab, w in zip(tie_labels.tolist(), tie_w) if w > 0}
         items, codes = encode_ids(ids)
         check_ids(name, items)
         M = len(items)
@@ -465,6 +498,27 @@ class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
         else:
             self.feature_names_in_ = names
         return items, buckets, n_battles, freqs
+
+    def _fit_ties(self, buckets, theta, M):
+        """Davidson's tie parameter at the fitted ratings, and the classes with the tie labels of ``y``."""
+        self._decisive_classes = self.classes_
+        tied = buckets.y == 0.5
+        weights = getattr(self, "_tie_weights", {})
+        if not tied.any() or not weights:
+            self.tie_classes_, self.tie_shares_, self.tie_log_nu_ = self.classes_[:0], np.zeros(0), None
+            return
+        self.tie_log_nu_ = fit_davidson_tie(_bt_solver._eta(theta, buckets.a, buckets.b, buckets.Z, M), tied,
+                                            buckets.loss_weight())
+        labels = list(weights)
+        total = sum(weights.values())
+        self.tie_shares_ = np.array([weights[lab] / total for lab in labels])
+        every = _sort_keys(list(self._decisive_classes.tolist()) + labels)
+        if all(isinstance(v, str) for v in every) or all(isinstance(v, (int, float, np.number)) for v in every):
+            self.classes_ = np.asarray(every)
+            self.tie_classes_ = np.asarray(labels)
+        else:
+            self.classes_, self.tie_classes_ = np.empty(len(every), dtype=object), np.empty(len(labels), dtype=object)
+            self.classes_[:], self.tie_classes_[:] = every, labels
 
     def _anchor_shift(self, xi):
         if self.anchor is None:
@@ -532,7 +586,7 @@ class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
 
     # -------------------------------------------------------------- predict
     def decision_function(self, X):
-        """Logit of ``classes_[1]`` for each battle.
+        """Bradley-Terry logit of the larger decisive class for each battle.
 
         Parameters
         ----------
@@ -543,7 +597,8 @@ class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
         -------
         decision : ndarray of shape (n_battles,)
             ``scores[first] - scores[second] + covariates . covariate_coef_``,
-            negated when ``classes_[1]`` means that the second competitor won.
+            negated when the larger of the two decisive labels (``classes_[1]``
+            without ties) means that the second competitor won.
         """
         check_is_fitted(self)
         X = validate_data(self, as_battle_array(as_numpy(X)), reset=False, dtype=None, ensure_all_finite=False)
@@ -555,7 +610,70 @@ class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
         eta = xi[codes[:, 0]] - xi[codes[:, 1]]
         if Z.shape[1]:
             eta = eta + Z @ self.covariate_coef_
-        return eta if self.first_wins_label_ == self.classes_[1] else -eta
+        return eta if _is_in(self.first_wins_label_, [self._decisive[1]]) else -eta
+
+    @property
+    def _decisive(self):
+        return getattr(self, "_decisive_classes", self.classes_)
+
+    def predict_proba(self, X):
+        """Probability of each outcome class.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_battles, 2 + n_covariates)
+            Battles, as in :meth:`fit`.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_battles, n_classes)
+            Columns follow ``classes_``. Without ties in the fit, column 1 is
+            the logistic function of :meth:`decision_function`; with ties,
+            Davidson's probabilities (see Notes), the tie probability split
+            among the tie classes by ``tie_shares_``.
+        """
+        check_is_fitted(self)
+        decision = self.decision_function(X)
+        if self.tie_log_nu_ is None:
+            return self._binary_proba(decision)
+        first = self.first_wins_label_
+        d_first = decision if _is_in(first, [self._decisive[1]]) else -decision
+        p = np.exp(davidson_log_proba(d_first, self.tie_log_nu_))
+        second = self._decisive[0] if _is_in(first, [self._decisive[1]]) else self._decisive[1]
+        out = np.zeros((len(decision), len(self.classes_)))
+        column = {i: lab for i, lab in enumerate(self.classes_.tolist())}
+        for i, lab in column.items():
+            if _is_in(lab, [first]):
+                out[:, i] = p[:, 0]
+            elif _is_in(lab, [second]):
+                out[:, i] = p[:, 1]
+            else:
+                share = self.tie_shares_[[_is_in(lab, [t]) for t in self.tie_classes_.tolist()]].sum()
+                out[:, i] = p[:, 2] * share
+        return out
+
+    def _binary_proba(self, decision):
+        p = self._decision_to_proba(decision)
+        return np.column_stack([1.0 - p, p])
+
+    def predict(self, X):
+        """The most probable outcome of each battle.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_battles, 2 + n_covariates)
+            Battles, as in :meth:`fit`.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_battles,)
+            The column of ``classes_`` with the largest :meth:`predict_proba`
+            (without ties: the sign of :meth:`decision_function`).
+        """
+        check_is_fitted(self)
+        if self.tie_log_nu_ is None:
+            return self._decisive[(self.decision_function(X) > 0).astype(int)]
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
 
     def leaderboard(self, as_frame=False):
         """The ratings table, best first.

@@ -207,6 +207,11 @@ def prepare_dask(ranker, X, y, sample_weight, sampling_proba, seeds=None):
     buckets, inv = _bt_solver.aggregate(np.column_stack([table.a, table.b]), label_scores[table.lab], table.Z,
                                         freq, ipw, len(items), return_inverse=True)
     freqs = None if boot is None else _sum_rows(inv, boot, len(buckets)).T
+    # weighted count of each tie label, for the split of the tie probability (as in memory)
+    row_w = freq if ipw is None else freq * ipw
+    per_label = np.bincount(table.lab, weights=row_w, minlength=len(table.labels))
+    ranker._tie_weights = {lab: float(per_label[i]) for i, lab in enumerate(table.labels.tolist())
+                           if label_scores[i] == 0.5 and per_label[i] > 0}
     return items, classes, first_label, buckets, table.n_battles, freqs
 
 

@@ -7,8 +7,11 @@ from .._tour import TourEntry, TourResult, fit_timed
 
 def _battle_log_loss(estimator, X, y):
     """Held-out log loss of the first competitor's result, a tie counting half (the BT likelihood)."""
-    p = np.clip(estimator.predict_proba(X)[:, list(estimator.classes_).index(estimator.first_wins_label_)],
-                1e-12, 1 - 1e-12)
+    tie_classes = list(getattr(estimator, "tie_classes_", []))
+    decisive = [c for c in estimator.classes_ if c not in tie_classes]  # sorted, as classes_
+    decision = estimator.decision_function(X)  # logit of the larger decisive label
+    p = estimator._decision_to_proba(decision if estimator.first_wins_label_ == decisive[1] else -decision)
+    p = np.clip(p, 1e-12, 1 - 1e-12)
     s = np.where(y == "model_a", 1.0, np.where(y == "model_b", 0.0, 0.5))
     return float(-np.mean(s * np.log(p) + (1 - s) * np.log(1 - p)))
 

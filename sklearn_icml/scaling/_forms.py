@@ -29,6 +29,20 @@ def law_loss(compute, p):
     return p["a"] * (compute + p["d"]) ** (-p["b"]) + p["c"]
 
 
+def check_loss_level(loss, name, caller):
+    """A loss level given to a fitted law: a number or array of numbers, no NaN (``inf`` is a valid level).
+
+    Raises a ``ValueError`` naming ``caller`` and ``name``; returns a float array (0-d for a scalar).
+    """
+    try:
+        value = np.asarray(loss, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{caller}: {name} must be a number or an array of numbers; got {loss!r}.") from None
+    if np.any(np.isnan(value)):
+        raise ValueError(f"{caller}: {name} contains NaN; give a loss level (a positive number).")
+    return value
+
+
 def law_compute(loss, p):
     """Inverse ``C(E) = ((E - c) / a)^(-1/b) - d``: ``inf`` for ``E <= c``, 0 above the zero-compute loss."""
     loss = np.asarray(loss, dtype=float)

@@ -11,7 +11,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
-from ._forms import FORMS, FREE_PARAMS, law_compute, law_loss, law_marginal
+from ._forms import FORMS, FREE_PARAMS, check_loss_level, law_compute, law_loss, law_marginal
 from ._law_fit import LawProblem, fit_law, slots_at_bound
 
 __all__ = ["ScalingLawRegressor", "ScalingLawBoundWarning"]
@@ -55,7 +55,8 @@ class ScalingLawRegressor(RegressorMixin, BaseEstimator):
     loss : {"huber_log", "squared_log"}, default="huber_log"
         Loss on the log residuals ``log E_hat - log E``.
     huber_delta : float, default=1e-3
-        Where the Huber loss turns from quadratic to linear, in log units.
+        Where the Huber loss turns from quadratic to linear, in log units, in
+        ``[1e-100, 1e150]`` (beyond, the loss overflows float64).
     n_restarts : int, default=8
         Largest number of starts per fit (the first from a profile grid, the
         others random); the fit with the lowest loss is kept. The starts stop
@@ -140,8 +141,8 @@ class ScalingLawRegressor(RegressorMixin, BaseEstimator):
         "shape_column": [Interval(Integral, 0, None, closed="left"), None],
         "share": [tuple, list, None],
         "loss": [StrOptions({"huber_log", "squared_log"})],
-        # the Huber loss squares huber_delta (scipy's f_scale): beyond 1e150 that overflows float64
-        "huber_delta": [Interval(Real, 0, 1e150, closed="neither")],
+        # scipy's Huber loss squares residual / huber_delta (its f_scale): outside [1e-100, 1e150] float64 overflows
+        "huber_delta": [Interval(Real, 1e-100, 1e150, closed="both")],
         "n_restarts": [Interval(Integral, 1, None, closed="left")],
         "b_bounds": [tuple, list],
         "random_state": ["random_state"],
@@ -325,6 +326,7 @@ class ScalingLawRegressor(RegressorMixin, BaseEstimator):
             ``((E - c)/a)^(-1/b) - d`` in raw compute units; ``inf`` at or below
             the asymptote ``c``, 0 above the loss at zero compute.
         """
+        loss = check_loss_level(loss, "loss", f"{type(self).__name__}.compute_to_reach")
         out = law_compute(loss, self._params_for(shape))
         return float(out) if np.ndim(out) == 0 else out
 
@@ -343,6 +345,7 @@ class ScalingLawRegressor(RegressorMixin, BaseEstimator):
         marginal : float or ndarray
             ``((E - c)/a)^(-1/b - 1) / (a b)``; ``inf`` at or below ``c``.
         """
+        loss = check_loss_level(loss, "loss", f"{type(self).__name__}.marginal_compute")
         out = law_marginal(loss, self._params_for(shape))
         return float(out) if np.ndim(out) == 0 else out
 

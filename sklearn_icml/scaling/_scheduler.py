@@ -10,7 +10,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils._sklearn_private import HasMethods, Interval, _fit_context
-from ._forms import law_compute, law_loss, law_marginal, zero_compute_loss
+from ._forms import check_loss_level, law_compute, law_loss, law_marginal, zero_compute_loss
 from ._law import ScalingLawRegressor, _shape_key
 
 __all__ = ["AdaptiveShapeScheduler", "Segment"]
@@ -209,8 +209,8 @@ class AdaptiveShapeScheduler(BaseEstimator):
     def _check_levels(self, target_loss, start_loss):
         check_is_fitted(self)
         name = type(self).__name__
-        target = float(target_loss)
-        start = self.start_loss_ if start_loss is None else float(start_loss)
+        target = float(check_loss_level(target_loss, "target_loss", name))
+        start = self.start_loss_ if start_loss is None else float(check_loss_level(start_loss, "start_loss", name))
         floors = self._floors()
         if not np.isfinite(target) or target <= floors.min():
             raise ValueError(f"{name}: target_loss={target_loss!r} is not reachable: every shape's law stays above "
@@ -359,7 +359,9 @@ class AdaptiveShapeScheduler(BaseEstimator):
             asymptote).
         """
         check_is_fitted(self)
-        start = self.start_loss_ if start_loss is None else float(start_loss)
+        caller = f"{type(self).__name__}.static_compute"
+        target_loss = float(check_loss_level(target_loss, "target_loss", caller))
+        start = self.start_loss_ if start_loss is None else float(check_loss_level(start_loss, "start_loss", caller))
         if shape is not None:
             p = self.law_._params_for(shape)
             return float(law_compute(float(target_loss), p) - law_compute(start, p))
@@ -415,6 +417,11 @@ class AdaptiveShapeScheduler(BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.positive_only = True
+        # X holds the runs of a scaling study (compute > 0, then a categorical shape id with at least 4 runs per
+        # shape), not a feature matrix: random matrices never form a study, so scikit-learn's data checks do not
+        # apply; its API checks and the house checks run on real runs
+        tags.input_tags.two_d_array = False
+        tags.input_tags.categorical = True
         tags.target_tags.required = True
         tags.target_tags.positive_only = True
         return tags

@@ -3,7 +3,7 @@
 import numpy as np
 from sklearn.utils.validation import check_array, check_consistent_length, validate_data
 
-from ..utils._torch import as_numpy, resolve_device
+from ..utils._torch import as_numpy
 from ._metrics import concordance_index
 from ._target import check_survival_target
 
@@ -37,31 +37,28 @@ class SurvivalMixin:
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
+        tags.target_tags.positive_only = True  # times are non-negative (and a 0/1 mix is refused as labels)
         return tags
 
     def _validate_survival_fit(self, X, y):
         """The fit preamble of every survival head.
 
-        Resolves ``device`` first (``device="cuda"`` without a GPU raises
-        before any work) and sets ``device_``; then checks that ``y`` is
-        given, validates ``X`` (at least two rows) and the survival target
-        and their lengths.
+        Called inside the torch fit context (which has resolved ``device``
+        and set ``device_``): checks that ``y`` is given, validates ``X`` (at
+        least two rows) and the survival target and their lengths.
 
         Returns
         -------
         X : ndarray of shape (n_samples, n_features)
         event : ndarray of bool, shape (n_samples,)
         time : ndarray of float, shape (n_samples,)
-        device : torch.device
         """
-        device = resolve_device(self.device)
-        self.device_ = device.type
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
         X = validate_data(self, as_numpy(X), dtype=[np.float64, np.float32], ensure_min_samples=2)
         event, time = check_survival_target(y, estimator=self)
         check_consistent_length(X, time)
-        return X, event, time, device
+        return X, event, time
 
 
 def breslow_baseline(log_risk, time, event):

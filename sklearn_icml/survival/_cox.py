@@ -15,8 +15,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
-from ..utils._torch import DEVICE_CONSTRAINT, to_numpy, to_tensor, torch_generator, torch_threads
-from ..utils._training import TRAINING_PARAMETER_CONSTRAINTS
+from ..utils._torch import to_numpy, to_tensor
+from ..utils._torch_base import TorchEstimatorMixin
 from ..utils._validation import check_test_data, standardization
 from ._base import SurvivalMixin, breslow_baseline, check_times, cox_batch_loss, survival_from_baseline
 
@@ -46,7 +46,7 @@ def _cox_train_step(alpha, n_total, linear_scale, presorted=False):
     return step
 
 
-class CoxSurvival(SurvivalMixin, BaseEstimator):
+class CoxSurvival(SurvivalMixin, TorchEstimatorMixin, BaseEstimator):
     """Cox proportional-hazards model with a linear or MLP log-risk, fitted in torch.
 
     Read more in the :ref:`User Guide <survival>`.
@@ -203,12 +203,8 @@ class CoxSurvival(SurvivalMixin, BaseEstimator):
         # beyond 1e100 the penalty overflows float64 while every coefficient is already numerically zero
         "alpha": [Interval(Real, 0, 1e100, closed="both")],
         "solver": [StrOptions({"lbfgs", "adam"})],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        **TRAINING_PARAMETER_CONSTRAINTS,
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
-        "device": DEVICE_CONSTRAINT,
         "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(self, hidden_layer_sizes=(), *, activation="relu", alpha=0.0, solver="lbfgs",
@@ -264,16 +260,16 @@ class CoxSurvival(SurvivalMixin, BaseEstimator):
         from ..utils._mlp import StandardizedMLP, mlp_coefs
         from ..utils._training import fit_module
 
-        name = type(self).__name__
-        X, event, time, device = self._validate_survival_fit(X, y)
-        sizes = self._check_layers()
-        generator = torch_generator(self.random_state)
+        with self._torch_fit_context() as ctx:
+            name = type(self).__name__
+            X, event, time = self._validate_survival_fit(X, y)
+            sizes = self._check_layers()
+            device, generator = ctx.device, ctx.generator
 
-        X = X.astype(np.float64)
-        self.mean_, scale = standardization(X)
-        self.scale_ = scale
-        n, p = X.shape
-        with torch_threads():
+            X = X.astype(np.float64)
+            self.mean_, scale = standardization(X)
+            self.scale_ = scale
+            n, p = X.shape
             module = StandardizedMLP(p, sizes, 1, activation=self.activation, x_mean=self.mean_, x_scale=scale,
                                      generator=generator, output_bias=False, dtype=torch.float64)
             if not sizes:
@@ -331,7 +327,7 @@ class CoxSurvival(SurvivalMixin, BaseEstimator):
     def _log_risk(self, X):
         import torch
 
-        with torch_threads(), torch.no_grad():
+        with self._torch_context(), torch.no_grad():
             return to_numpy(self.module_(to_tensor(X, "cpu", torch.float64))[:, 0], np.float64)
 
     def predict(self, X):

@@ -11,7 +11,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..utils._random import draw_seed
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
-from ..utils._torch import DEVICE_CONSTRAINT, resolve_device, to_numpy, to_tensor, torch_threads
+from ..utils._torch import to_numpy, to_tensor
+from ..utils._torch_base import TorchEstimatorMixin
 from ..utils._validation import check_value_range, square_safe_max
 from ._bags import input_feature_names, padded_batch, validate_bags
 
@@ -56,7 +57,7 @@ def map_em(x, mask, prototypes, prior_var, tau, n_iter):
     return pi, mu, var
 
 
-class PrototypeEncoder(TransformerMixin, BaseEstimator):
+class PrototypeEncoder(TransformerMixin, TorchEstimatorMixin, BaseEstimator):
     """Condense each bag of instances onto cohort prototypes: per-bag mixture weights, means and variances.
 
     Read more in the :ref:`User Guide <survival>`.
@@ -185,10 +186,7 @@ class PrototypeEncoder(TransformerMixin, BaseEstimator):
         "tau": [Interval(Real, 0, None, closed="neither")],
         "var_init": [Interval(Real, 0, None, closed="neither")],
         "output": [StrOptions({"allcat", "pi_mu", "pi"})],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "device": DEVICE_CONSTRAINT,
         "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(self, n_prototypes=16, *, n_init=3, max_fit_instances=100_000, em_iter=1, tau=1.0,
@@ -221,30 +219,30 @@ class PrototypeEncoder(TransformerMixin, BaseEstimator):
         self : object
             Fitted transformer.
         """
-        self.device_ = resolve_device(self.device).type
-        bags = self._validate(X, reset=True)
-        name = type(self).__name__
-        flat = bags.flat
-        n_instances = flat.shape[0]
-        if n_instances < self.n_prototypes:
-            raise ValueError(f"{name}: n_prototypes={self.n_prototypes} needs at least as many training "
-                             f"instances; got {n_instances} instance(s) in {bags.n_bags} bag(s) "
-                             f"({n_instances} sample(s)).")
-        rng = check_random_state(self.random_state)
-        if n_instances > self.max_fit_instances:
-            idx = np.sort(rng.choice(n_instances, size=self.max_fit_instances, replace=False))
-            sample = flat[idx]
-        else:
-            sample = flat
-        km = KMeans(n_clusters=self.n_prototypes, n_init=self.n_init,
-                    random_state=draw_seed(rng)).fit(sample)
-        self.prototypes_ = km.cluster_centers_.astype(np.float64)
-        self.prior_var_ = np.full_like(self.prototypes_, float(self.var_init))
-        self.n_fit_instances_ = int(sample.shape[0])
-        self.mean_bag_size_ = float(n_instances / bags.n_bags)
-        self._bag_input = bags.kind != "rows"
-        if self.verbose:
-            print(f"[{name}] K-means on {sample.shape[0]} instances: inertia {km.inertia_:.4g}")
+        with self._torch_fit_context():  # device resolved first and recorded; K-means is numpy
+            bags = self._validate(X, reset=True)
+            name = type(self).__name__
+            flat = bags.flat
+            n_instances = flat.shape[0]
+            if n_instances < self.n_prototypes:
+                raise ValueError(f"{name}: n_prototypes={self.n_prototypes} needs at least as many training "
+                                 f"instances; got {n_instances} instance(s) in {bags.n_bags} bag(s) "
+                                 f"({n_instances} sample(s)).")
+            rng = check_random_state(self.random_state)
+            if n_instances > self.max_fit_instances:
+                idx = np.sort(rng.choice(n_instances, size=self.max_fit_instances, replace=False))
+                sample = flat[idx]
+            else:
+                sample = flat
+            km = KMeans(n_clusters=self.n_prototypes, n_init=self.n_init,
+                        random_state=draw_seed(rng)).fit(sample)
+            self.prototypes_ = km.cluster_centers_.astype(np.float64)
+            self.prior_var_ = np.full_like(self.prototypes_, float(self.var_init))
+            self.n_fit_instances_ = int(sample.shape[0])
+            self.mean_bag_size_ = float(n_instances / bags.n_bags)
+            self._bag_input = bags.kind != "rows"
+            if self.verbose:
+                print(f"[{name}] K-means on {sample.shape[0]} instances: inertia {km.inertia_:.4g}")
         return self
 
     def _validate(self, X, reset):
@@ -258,16 +256,16 @@ class PrototypeEncoder(TransformerMixin, BaseEstimator):
     def _encode(self, bags):
         import torch
 
-        device = resolve_device(self.device)
         flat = bags.flat
         dtype = torch.float32 if flat.dtype == np.float32 else torch.float64
-        protos = to_tensor(self.prototypes_, device, dtype)
-        prior_var = to_tensor(self.prior_var_, device, dtype)
         K, d = self.prototypes_.shape
         width = {"pi": 1, "pi_mu": 1 + d, "allcat": 1 + 2 * d}[self.output]
         out = np.empty((bags.n_bags, K, width), dtype=flat.dtype)
         order = np.argsort(bags.lengths, kind="stable")
-        with torch_threads(), torch.no_grad():
+        with self._torch_context() as ctx, torch.no_grad():
+            device = ctx.device
+            protos = to_tensor(self.prototypes_, device, dtype)
+            prior_var = to_tensor(self.prior_var_, device, dtype)
             for start in range(0, bags.n_bags, self.batch_size):
                 index = order[start:start + self.batch_size]
                 x, mask = padded_batch(flat, bags.offsets, index)

@@ -13,22 +13,15 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
-from ..utils._torch import (
-    DEVICE_CONSTRAINT,
-    resolve_device,
-    to_numpy,
-    to_tensor,
-    torch_generator,
-    torch_threads,
-)
-from ..utils._training import TRAINING_PARAMETER_CONSTRAINTS
+from ..utils._torch import to_numpy, to_tensor
+from ..utils._torch_base import TorchEstimatorMixin
 from ..utils._validation import check_test_data
 from ._base import SurvivalMixin, breslow_baseline, check_times, cox_batch_loss, survival_from_baseline
 
 __all__ = ["PrototypeSurvival"]
 
 
-class PrototypeSurvival(SurvivalMixin, BaseEstimator):
+class PrototypeSurvival(SurvivalMixin, TorchEstimatorMixin, BaseEstimator):
     """MMP: a fusion network on histology-prototype tokens and pathway tokens, trained with a survival loss.
 
     Read more in the :ref:`User Guide <survival>`.
@@ -201,12 +194,8 @@ class PrototypeSurvival(SurvivalMixin, BaseEstimator):
         # torch trains in float32: a step size beyond its range overflows inside the optimizer
         "learning_rate": [Interval(Real, 0, float(np.finfo(np.float32).max), closed="neither")],
         "weight_decay": [Interval(Real, 0, None, closed="left")],
-        **TRAINING_PARAMETER_CONSTRAINTS,
         "warmup_epochs": [Interval(Integral, 0, None, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "device": DEVICE_CONSTRAINT,
         "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(self, n_histo_tokens=16, *, pathway_sizes=None, fusion="transformer", loss="cox", embed_dim=256,
@@ -287,14 +276,14 @@ class PrototypeSurvival(SurvivalMixin, BaseEstimator):
         from ..utils._training import fit_module
         from ._fusion_net import FusionNet, nll_loss
 
-        name = type(self).__name__
-        X, event, time, device = self._validate_survival_fit(X, y)
-        token_dim, sizes = self._layout(X.shape[1])
-        self.histo_token_dim_ = token_dim
-        self.pathway_sizes_ = np.asarray(sizes, dtype=np.int64)
-        generator = torch_generator(self.random_state)  # weights, then batch order and dropout masks
-        n_out = 1 if self.loss == "cox" else self.n_time_bins
-        with torch_threads():
+        with self._torch_fit_context() as ctx:
+            name = type(self).__name__
+            X, event, time = self._validate_survival_fit(X, y)
+            token_dim, sizes = self._layout(X.shape[1])
+            self.histo_token_dim_ = token_dim
+            self.pathway_sizes_ = np.asarray(sizes, dtype=np.int64)
+            generator = ctx.generator  # weights, then batch order and dropout masks
+            n_out = 1 if self.loss == "cox" else self.n_time_bins
             module = FusionNet(self.n_histo_tokens, token_dim, sizes, self.embed_dim, self.id_embed_dim,
                                self.fusion, n_out, float(self.dropout), float(self.ot_reg), float(self.ot_reg_m),
                                generator)
@@ -328,7 +317,7 @@ class PrototypeSurvival(SurvivalMixin, BaseEstimator):
                 early_stopping=self.early_stopping, validation_fraction=self.validation_fraction,
                 n_iter_no_change=self.n_iter_no_change, tol=self.tol,
                 lr_schedule=lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, schedule),
-                lr_schedule_interval="batch", device=device, random_state=generator, verbose=self.verbose,
+                lr_schedule_interval="batch", device=ctx.device, random_state=generator, verbose=self.verbose,
                 name=name)
         self.module_ = result.module
         self.loss_curve_ = list(result.loss_curve)
@@ -341,10 +330,10 @@ class PrototypeSurvival(SurvivalMixin, BaseEstimator):
     def _logits(self, X):
         import torch
 
-        device = resolve_device(self.device)
-        module = self.module_ if device.type == "cpu" else copy.deepcopy(self.module_).to(device)
         out = []
-        with torch_threads(), torch.no_grad():
+        with self._torch_context() as ctx, torch.no_grad():
+            device = ctx.device
+            module = self.module_ if device.type == "cpu" else copy.deepcopy(self.module_).to(device)
             for start in range(0, X.shape[0], 1024):
                 xb = to_tensor(X[start:start + 1024], device, torch.float32)
                 out.append(to_numpy(module(xb), dtype=np.float64))

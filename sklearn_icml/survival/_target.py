@@ -127,7 +127,9 @@ def check_survival_target(y, *, estimator=None, allow_all_censored=False):
     :meth:`Surv.from_arrays` or scikit-survival; a DataFrame with such
     columns; an ``(n_samples, 2)`` numeric array of ``[time, event]``
     columns (event 0/1); a 1-D array of times, read as "every event
-    observed" (the form scikit-learn's common checks feed).
+    observed" (the form scikit-learn's common checks feed). A 1-D ``y`` of
+    only zeros and ones (both present) is refused: those are class labels or
+    event indicators, not times.
 
     Parameters
     ----------
@@ -178,6 +180,10 @@ def check_survival_target(y, *, estimator=None, allow_all_censored=False):
             y = y[:, 0]
         if y.ndim == 1:
             time = y.astype(np.float64)
+            if time.size and np.isin(time, (0.0, 1.0)).all() and (time == 0).any() and (time == 1).any():
+                raise ValueError(f"{name}: y holds only 0 and 1, which read as class labels or event indicators, "
+                                 "not survival times; pass the times and the events together, "
+                                 "Surv.from_arrays(event, time) or an (n_samples, 2) array of [time, event].")
             event = np.ones(time.shape[0], dtype=bool)
         elif y.ndim == 2 and y.shape[1] == 2:
             time = y[:, 0].astype(np.float64)

@@ -16,6 +16,20 @@ DOC_PIECES = {
    Arena: An Open Platform for Evaluating LLMs by Human Preference",
    Proceedings of the 41st International Conference on Machine Learning
    (ICML), PMLR 235, 2024.""",
+    "early_stopping_parameters": """\
+early_stopping : bool, default=False
+    Hold out ``validation_fraction`` of the training samples and stop when
+    the validation loss has not improved by ``tol`` for more than
+    ``n_iter_no_change`` epochs; the network of the best validation loss is
+    kept. Otherwise training stops on the training loss by the same rule
+    (scikit-learn's MLP meaning).
+validation_fraction : float, default=0.1
+    Share of the training samples held out when ``early_stopping``.
+n_iter_no_change : int, default=10
+    Epochs without an improvement of at least ``tol`` tolerated; set it to
+    ``max_iter`` to always run ``max_iter`` epochs.
+tol : float, default=1e-4
+    Minimal decrease of the monitored loss counted as an improvement.""",
 }
 
 _MARKER = re.compile(r"^(?P<indent>[ \t]*)\{\{(?P<name>[a-z_]+)\}\}[ \t]*$", re.MULTILINE)

@@ -6,8 +6,10 @@ until they compute.
 
 The pattern every torch-backed estimator follows:
 
-* ``device`` is one of ``"cpu"`` (default), ``"auto"`` or ``"cuda"`` and is
-  resolved inside ``fit`` by :func:`resolve_device`;
+* ``device`` is ``"cpu"`` (default), ``"auto"``, ``"cuda"``, an indexed
+  ``"cuda:N"`` or a :class:`torch.device`, and is resolved inside ``fit`` by
+  :func:`resolve_device` (the torch estimator base,
+  :class:`~sklearn_icml.utils._torch_base.TorchEstimatorMixin`, does it);
 * random draws come from a CPU :class:`torch.Generator` made by
   :func:`torch_generator` from the estimator's ``random_state``, then move to
   the device, so CPU and GPU runs start from the same numbers;
@@ -18,6 +20,7 @@ The pattern every torch-backed estimator follows:
 """
 
 import os
+import re
 import sys
 from contextlib import contextmanager
 
@@ -40,10 +43,40 @@ __all__ = [
     "torch_threads",
 ]
 
-#: Constraint for a ``device`` parameter. Strings only, so that defining an
-#: estimator class does not import torch. ``"cuda"`` means the current CUDA
-#: device; pick another one with ``CUDA_VISIBLE_DEVICES``.
-DEVICE_CONSTRAINT = [StrOptions({"cpu", "auto", "cuda"})]
+_DEVICE_PATTERN = re.compile(r"(cpu|auto|cuda(:[0-9]+)?)")
+
+
+def _is_torch_device(value):
+    klass = type(value)
+    return klass.__module__ == "torch" and klass.__name__ == "device"
+
+
+class _DeviceOptions(StrOptions):
+    """Constraint of a ``device`` parameter, checked without importing torch.
+
+    Satisfied by ``"cpu"``, ``"auto"``, ``"cuda"``, ``"cuda:N"`` (N a device
+    index) and by :class:`torch.device` objects of type cpu or cuda. A
+    subclass of scikit-learn's ``StrOptions`` so that its validation and
+    ``check_param_validation`` take it as they take any option set.
+    """
+
+    def __init__(self):
+        super().__init__({"cpu", "auto", "cuda"})
+
+    def is_satisfied_by(self, val):
+        if _is_torch_device(val):
+            return val.type in ("cpu", "cuda")
+        return isinstance(val, str) and _DEVICE_PATTERN.fullmatch(val) is not None
+
+    def __str__(self):
+        return "a str among {'cpu', 'auto', 'cuda'} or 'cuda:<index>', or a torch.device"
+
+
+#: Constraint for a ``device`` parameter: the strings torch accepts for the CPU
+#: and CUDA devices (``"cpu"``, ``"cuda"``, ``"cuda:1"``), ``"auto"``, or a
+#: :class:`torch.device`. Checked without importing torch, so that defining an
+#: estimator class does not load it.
+DEVICE_CONSTRAINT = [_DeviceOptions()]
 
 
 def resolve_device(device):
@@ -51,8 +84,9 @@ def resolve_device(device):
 
     Parameters
     ----------
-    device : {"cpu", "auto", "cuda"}
-        ``"auto"`` picks CUDA when torch sees a GPU and the CPU otherwise.
+    device : {"cpu", "auto", "cuda"}, "cuda:<index>" or torch.device
+        ``"auto"`` picks CUDA when torch sees a GPU and the CPU otherwise;
+        ``"cuda"`` is the current CUDA device, ``"cuda:1"`` the second one.
 
     Returns
     -------
@@ -62,24 +96,38 @@ def resolve_device(device):
     Raises
     ------
     ValueError
-        If ``device`` is ``"cuda"`` and torch sees no CUDA device, or if the
-        value is not one of the three accepted strings.
+        If a CUDA device is asked for and torch sees no CUDA device, or not
+        that index, or if the value is none of the accepted forms.
+
+    Examples
+    --------
+    >>> from sklearn_icml.utils._torch import resolve_device
+    >>> resolve_device("cpu")
+    device(type='cpu')
     """
     import torch
 
-    if device == "auto":
+    if isinstance(device, str) and device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device == "cpu":
-        return torch.device("cpu")
-    if device == "cuda":
-        if not torch.cuda.is_available():
-            raise ValueError(
-                "device='cuda' was requested but torch sees no CUDA device "
-                f"(torch {torch.__version__}, CUDA build: {torch.version.cuda is not None}); "
-                "use device='cpu', or device='auto' to fall back to the CPU."
-            )
-        return torch.device("cuda")
-    raise ValueError(f"device must be one of 'cpu', 'auto' or 'cuda'; got {device!r}.")
+    if not (_is_torch_device(device) or (isinstance(device, str) and _DEVICE_PATTERN.fullmatch(device))):
+        raise ValueError(f"device must be one of 'cpu', 'auto', 'cuda', 'cuda:<index>' or a torch.device; "
+                         f"got {device!r}.")
+    resolved = torch.device(device)
+    if resolved.type == "cpu":
+        return resolved
+    if resolved.type != "cuda":
+        raise ValueError(f"device must be a CPU or CUDA device; got {device!r}.")
+    if not torch.cuda.is_available():
+        raise ValueError(
+            f"device={str(device)!r} was requested but torch sees no CUDA device "
+            f"(torch {torch.__version__}, CUDA build: {torch.version.cuda is not None}); "
+            "use device='cpu', or device='auto' to fall back to the CPU."
+        )
+    if resolved.index is not None and resolved.index >= torch.cuda.device_count():
+        raise ValueError(f"device={str(device)!r} was requested but torch sees {torch.cuda.device_count()} CUDA "
+                         f"device(s) (indices 0 to {torch.cuda.device_count() - 1}); pick one of them, or set "
+                         "CUDA_VISIBLE_DEVICES.")
+    return resolved
 
 
 def torch_seed(random_state):

@@ -40,6 +40,7 @@ loss" (adversarial alternation, rollouts with curricula, meta-episodes) use
 :class:`EarlyStopping` so that they speak the same vocabulary.
 """
 
+import contextlib
 import math
 import sys
 import time
@@ -54,10 +55,14 @@ from ._torch import is_torch_tensor, torch_generator, torch_threads
 __all__ = ["TRAINING_PARAMETER_CONSTRAINTS", "EarlyStopping", "ProgressReporter", "TrainingResult", "fit_module",
            "iterate_minibatches"]
 
-#: ``_parameter_constraints`` of the layer's options under scikit-learn's MLP names, for the
-#: estimators that expose them (``{**TRAINING_PARAMETER_CONSTRAINTS, ...}``).
+#: ``_parameter_constraints`` of the layer's options under scikit-learn's MLP names. The torch
+#: estimator base (:class:`~sklearn_icml.utils._torch_base.TorchEstimatorMixin`) merges the
+#: entries of the parameters an estimator has into its constraints; an estimator's own entry wins.
 TRAINING_PARAMETER_CONSTRAINTS = {
     "max_iter": [Interval(Integral, 1, None, closed="left")],
+    "batch_size": [Interval(Integral, 1, None, closed="left")],
+    "learning_rate": [Interval(Real, 0, None, closed="neither")],
+    "verbose": ["verbose"],
     "early_stopping": ["boolean"],
     "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
     "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
@@ -543,6 +548,26 @@ def _check_params(name, max_iter, batch_size, learning_rate, validation_fraction
         raise ValueError(f"{name}: grad_clip must be None or a float > 0; got {grad_clip!r}.")
 
 
+@contextlib.contextmanager
+def _seeded_global_draws(generator, device):
+    """Seed torch's global generator from ``generator`` for the block, then restore it.
+
+    Modules draw some randomness from the global generator (``nn.Dropout``); a seeded fit must repeat those
+    draws too. The seed is derived from the generator's initial seed without drawing from it, so the batch
+    order is the same with or without this scope. ``None`` leaves the global generator alone.
+    """
+    import torch
+
+    if generator is None:
+        yield
+        return
+    devices = [device] if torch.device(device).type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        seed = (generator.initial_seed() + 0x9E3779B97F4A7C15) % 2**63
+        torch.manual_seed(seed)
+        yield
+
+
 def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, batch_size=32,
                learning_rate=1e-3, optimizer="adamw", weight_decay=0.0, early_stopping=False,
                validation_fraction=0.1, n_iter_no_change=10, tol=1e-4, lr_schedule=None, grad_clip=None,
@@ -721,7 +746,8 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
             print(f"[{name}] training {sum(p.numel() for _, p in net.get_all_learnable_params())} parameters "
                   f"on {n if valid is None else n - len(valid)} rows ({device}), up to {max_iter} epochs",
                   flush=True)
-        net.partial_fit(data, None)
+        with _seeded_global_draws(generator if random_state is not None else None, device):
+            net.partial_fit(data, None)
         if early_stopping:
             stopper.restore_best(module)
         history = net.history

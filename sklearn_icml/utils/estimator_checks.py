@@ -33,6 +33,23 @@ transformers), and these:
 * :func:`check_feature_names`: fitted on a DataFrame, the estimator records
   its column names and refuses a DataFrame with other names.
 
+An estimator whose input is not a feature matrix (a DAG, token sequences,
+texts) declares it with scikit-learn's input tags (``two_d_array=False`` and
+the tag of its kind, as scikit-learn's own text and graph estimators do).
+scikit-learn's data checks feed random real matrices and do not apply to it;
+its API checks (clone, repr, tags, ``get_params``/``set_params``, parameter
+validation) still run, and these house checks run the rest of the contract on
+the estimator's own input (``fit_data``):
+
+* :func:`check_fit_returns_self_on_own_input`: ``fit`` returns ``self`` and
+  leaves the constructor parameters unchanged;
+* :func:`check_unfitted_raises_on_own_input`: output methods raise
+  ``NotFittedError`` before ``fit``;
+* :func:`check_fit_is_deterministic_on_own_input`: two fits with the same
+  parameters, and a refit, give the same outputs;
+
+with the pickle, input-mutation, device and thread checks above.
+
 The house checks fit each estimator on small demo data: by default
 :func:`sklearn.datasets.make_classification` for classifiers,
 :func:`~sklearn.datasets.make_regression` for regressors and
@@ -63,10 +80,13 @@ __all__ = [
     "check_device_rule",
     "check_estimator",
     "check_feature_names",
+    "check_fit_is_deterministic_on_own_input",
+    "check_fit_returns_self_on_own_input",
     "check_fitted_state_holds_no_tensor",
     "check_no_input_mutation",
     "check_pickle_loads_without_gpu",
     "check_thread_rule",
+    "check_unfitted_raises_on_own_input",
     "default_fit_data",
     "estimator_checks_generator",
     "parametrize_with_checks",
@@ -675,6 +695,146 @@ def check_feature_names(name, estimator_orig, fit_data=None):
 
 
 # --------------------------------------------------------------------------------------------------
+# the API contract on the estimator's own kind of input (estimators whose X is not a feature matrix)
+
+
+def _takes_feature_matrix(estimator):
+    """Whether scikit-learn's data checks apply: the estimator's input tags declare a 2-D feature matrix."""
+    from sklearn.utils import get_tags
+
+    return bool(get_tags(estimator).input_tags.two_d_array)
+
+
+def _outputs(estimator, calls):
+    return [getattr(estimator, method)(*args, **kwargs) for method, args, kwargs in calls]
+
+
+def _assert_same_outputs(got, want, what):
+    for g, w in zip(got, want):
+        if isinstance(w, tuple):
+            _assert_same_outputs(g, w, what)
+            continue
+        g, w = np.asarray(g), np.asarray(w)
+        if w.dtype.kind in "fc":
+            np.testing.assert_allclose(g, w, rtol=1e-7, atol=1e-12, err_msg=what)
+        else:
+            assert np.array_equal(g, w), what
+
+
+def check_fit_returns_self_on_own_input(name, estimator_orig, fit_data=None):
+    """On its own kind of input, ``fit`` returns the estimator itself and leaves its parameters unchanged.
+
+    Parameters
+    ----------
+    name : str
+        Name of the estimator, for messages.
+    estimator_orig : estimator object
+        The estimator to check (cloned, never fitted in place).
+    fit_data : callable, default=None
+        ``fit_data(estimator) -> (X, y)``; :func:`default_fit_data` when None.
+
+    Raises
+    ------
+    AssertionError
+        When ``fit`` returns another object or changes a constructor parameter.
+    """
+    import joblib
+
+    X, y = _data(estimator_orig, fit_data)
+    estimator = clone(estimator_orig)
+    before = {k: joblib.hash(v) for k, v in estimator.get_params(deep=False).items()}
+    assert estimator.fit(X, y) is estimator, f"{name}.fit must return self"
+    after = {k: joblib.hash(v) for k, v in estimator.get_params(deep=False).items()}
+    changed = sorted(k for k in before if before[k] != after[k])
+    assert not changed, f"{name}.fit changed its constructor parameters {changed}"
+
+
+def check_unfitted_raises_on_own_input(name, estimator_orig, fit_data=None):
+    """Before ``fit``, every output method raises scikit-learn's ``NotFittedError``.
+
+    Parameters
+    ----------
+    name : str
+        Name of the estimator, for messages.
+    estimator_orig : estimator object
+        The estimator to check (cloned, never fitted in place).
+    fit_data : callable, default=None
+        ``fit_data(estimator) -> (X, y)``; :func:`default_fit_data` when None.
+
+    Raises
+    ------
+    AssertionError
+        Naming the method that ran, or raised something else, before ``fit``.
+    """
+    from sklearn.exceptions import NotFittedError
+
+    X, y = _data(estimator_orig, fit_data)
+    estimator = clone(estimator_orig)
+    calls = [(m, (X,), {}) for m in OUTPUT_METHODS if hasattr(type(estimator), m)]
+    if hasattr(type(estimator), "score"):
+        calls.append(("score", (X, y), {}))
+    for method, args, kwargs in calls:
+        try:
+            getattr(estimator, method)(*args, **kwargs)
+        except NotFittedError:
+            continue
+        except AttributeError:  # a method available only once fitted (available_if)
+            continue
+        except Exception as exc:  # noqa: BLE001 - the point is to name what it raised
+            raise AssertionError(f"{name}.{method} before fit raised {type(exc).__name__}, not "
+                                 f"NotFittedError: {exc}") from exc
+        raise AssertionError(f"{name}.{method} ran before fit; it must raise NotFittedError")
+
+
+def check_fit_is_deterministic_on_own_input(name, estimator_orig, fit_data=None):
+    """On its own kind of input, two fits with the same parameters give the same outputs, and a refit too.
+
+    Two clones (same ``random_state``) are fitted on the same data, and the
+    first is fitted again: every output (``predict``, ``transform``, ...; for
+    a generative model ``sample(random_state=0)`` or ``score``) must agree.
+    Skipped for estimators tagged ``non_deterministic``.
+
+    Parameters
+    ----------
+    name : str
+        Name of the estimator, for messages.
+    estimator_orig : estimator object
+        The estimator to check (cloned, never fitted in place).
+    fit_data : callable, default=None
+        ``fit_data(estimator) -> (X, y)``; :func:`default_fit_data` when None.
+
+    Raises
+    ------
+    AssertionError
+        Naming the output that differs.
+    """
+    from sklearn.utils import get_tags
+
+    if get_tags(estimator_orig).non_deterministic:
+        raise SkipTest(f"{name} is tagged non_deterministic")
+    X, y = _data(estimator_orig, fit_data)
+    first = clone(estimator_orig).fit(X, y)
+    calls = _output_calls(first, X, y)
+    assert calls, f"{name} has none of the output methods {OUTPUT_METHODS}, nor sample or score"
+    want = _outputs(first, calls)
+    _assert_same_outputs(_outputs(clone(estimator_orig).fit(X, y), calls), want,
+                         f"{name}: two fits with the same parameters and data differ")
+    _assert_same_outputs(_outputs(first.fit(X, y), calls), want, f"{name}: a second fit of the same instance differs")
+
+
+def _data_free_sklearn_checks():
+    """scikit-learn's checks of the API itself: none of them fits on generated data (parameter validation
+    fails before the data are read)."""
+    from sklearn.utils import estimator_checks as ec
+
+    return (ec.check_estimator_cloneable, ec.check_estimator_tags_renamed, ec.check_valid_tag_types,
+            ec.check_estimator_repr, ec.check_no_attributes_set_in_init,
+            ec.check_do_not_raise_errors_in_init_or_set_params, ec.check_mixin_order,
+            ec.check_parameters_default_constructible, ec.check_get_params_invariance, ec.check_set_params,
+            ec.check_param_validation)
+
+
+# --------------------------------------------------------------------------------------------------
 # generators
 
 
@@ -706,13 +866,18 @@ def _sklearn_suite_checks(estimator):
 
 
 def _house_checks(estimator):
+    if not _takes_feature_matrix(estimator):
+        yield check_fit_returns_self_on_own_input
+        yield check_unfitted_raises_on_own_input
+        yield check_fit_is_deterministic_on_own_input
     yield check_fitted_state_holds_no_tensor
     yield check_pickle_loads_without_gpu
     yield check_no_input_mutation
     if _has_device_param(estimator):
         yield check_device_rule
     yield check_thread_rule
-    yield check_feature_names
+    if _takes_feature_matrix(estimator):
+        yield check_feature_names
 
 
 def _check_name(check):
@@ -726,9 +891,16 @@ def _all_checks(estimator, *, fit_data=None, legacy=True):
     from sklearn.utils.estimator_checks import estimator_checks_generator as sklearn_generator
 
     name = type(estimator).__name__
-    yield from sklearn_generator(estimator, legacy=legacy, mark=None)
-    for check in _sklearn_suite_checks(estimator):
-        yield estimator, partial(check, name)
+    if _takes_feature_matrix(estimator):
+        yield from sklearn_generator(estimator, legacy=legacy, mark=None)
+        for check in _sklearn_suite_checks(estimator):
+            yield estimator, partial(check, name)
+    else:
+        # X is not a feature matrix (a DAG, token sequences, texts, ...): scikit-learn's data checks, which feed
+        # random real matrices, do not apply; its API checks do, and the house checks below run the rest of the
+        # contract on the estimator's own kind of input (fit_data)
+        for check in _data_free_sklearn_checks():
+            yield estimator, partial(check, name)
     for check in _house_checks(estimator):
         yield estimator, partial(check, name, fit_data=fit_data)
 
@@ -747,7 +919,9 @@ def estimator_checks_generator(estimator, *, fit_data=None, legacy=True, expecte
     legacy : bool, default=True
         Include scikit-learn's legacy checks.
     expected_failed_checks : dict, default=None
-        ``{check name: reason}`` of the checks expected to fail.
+        ``{check name: reason}`` or ``{check name: (reason, exception)}`` of
+        the checks expected to fail; with an exception class (or a tuple of
+        them), the ``xfail`` mark has ``raises=`` and any other exception fails.
     mark : {"xfail"} or None, default=None
         With ``"xfail"``, the expected failures come as ``pytest.param``
         marked ``xfail`` with their reason.
@@ -765,14 +939,24 @@ def estimator_checks_generator(estimator, *, fit_data=None, legacy=True, expecte
     """
     expected = expected_failed_checks or {}
     for est, check in _all_checks(estimator, fit_data=fit_data, legacy=legacy):
-        reason = expected.get(_check_name(check))
+        reason, raises = _expectation(expected.get(_check_name(check)))
         if reason and mark == "xfail":
             import pytest
 
             kwargs = {} if xfail_strict is None else {"strict": xfail_strict}
+            if raises is not None:
+                kwargs["raises"] = raises
             yield pytest.param(est, check, marks=pytest.mark.xfail(reason=reason, **kwargs))
         else:
             yield est, check
+
+
+def _expectation(entry):
+    """``(reason, exception class or tuple or None)`` of an ``expected_failed_checks`` entry."""
+    if entry is None or isinstance(entry, str):
+        return entry, None
+    reason, raises = entry
+    return reason, raises
 
 
 def parametrize_with_checks(estimators, *, fit_data=None, legacy=True, expected_failed_checks=None,
@@ -797,8 +981,9 @@ def parametrize_with_checks(estimators, *, fit_data=None, legacy=True, expected_
     legacy : bool, default=True
         Include scikit-learn's legacy checks.
     expected_failed_checks : callable, default=None
-        ``expected_failed_checks(estimator) -> {check name: reason}``; those
-        checks are marked ``xfail`` with the reason.
+        ``expected_failed_checks(estimator) -> {check name: reason}`` (or
+        ``(reason, exception)`` values); those checks are marked ``xfail`` with
+        the reason, and with ``raises=exception`` when one is given.
     xfail_strict : bool, default=None
         Whether an expected failure that passes fails the test (None: pytest's
         configuration decides).
@@ -873,7 +1058,9 @@ def check_estimator(estimator, *, fit_data=None, legacy=True, expected_failed_ch
         except SkipTest as exc:
             status, exception = "skipped", exc
         except Exception as exc:
-            status, exception = ("xfail" if check_name in expected else "failed"), exc
+            raises = _expectation(expected.get(check_name))[1]
+            hit = check_name in expected and (raises is None or isinstance(exc, raises))
+            status, exception = ("xfail" if hit else "failed"), exc
             if status == "failed" and on_fail == "raise":
                 raise
         results.append({"check_name": check_name, "status": status, "exception": exception})

@@ -250,6 +250,24 @@ def test_grid_search_tunes_the_exploration_constant_against_the_simulator(hard):
                                       for s in np.random.RandomState(0).randint(np.iinfo(np.int32).max, size=2)])
 
 
+def test_simulation_scorer_rates_a_pipelines_agent_as_the_bare_agent(hard):
+    pairs, y = hard.sample_duels(60, random_state=0)
+    scorer = simulation_scorer(hard, 3000, n_repeats=2, random_state=0)
+    agent = BordaETC(**hard.action_set, horizon=3000, link="linear")
+    X = agent.duel_rows(pairs)
+    grid = [0.02, 1.0]
+    bare = GridSearchCV(agent, {"c_explore": grid}, scoring=scorer, cv=2).fit(X, y)
+    piped = GridSearchCV(make_pipeline(StandardScaler(), clone(agent)), {"bordaetc__c_explore": grid},
+                         scoring=scorer, cv=2).fit(X, y)
+    assert np.all(np.isfinite(piped.cv_results_["mean_test_score"]))
+    seeds = np.random.RandomState(0).randint(np.iinfo(np.int32).max, size=2)
+    for j, c in enumerate(grid):  # the direct computation: minus the mean final regret of the same simulations
+        direct = -np.mean([simulate(clone(agent).set_params(c_explore=c), hard, 3000, random_state=s).regret[-1]
+                           for s in seeds])
+        assert piped.cv_results_["split0_test_score"][j] == direct
+    np.testing.assert_array_equal(piped.cv_results_["mean_test_score"], bare.cv_results_["mean_test_score"])
+
+
 @pytest.mark.parametrize("agent", AGENTS, ids=_id)
 def test_an_agent_behind_a_scaler_in_a_pipeline_fits_and_scores_logged_duels(agent, hard):
     """The offline face: duel rows through a StandardScaler, scored by the accuracy of the predicted outcomes."""

@@ -102,8 +102,9 @@ def test_multiclass_and_one_class_are_refused():
 
 
 def test_pipeline_and_grid_search_on_logged_duels():
-    X, y, pairs, env = make_glm_duels(n_duels=1500, n_items=12, n_features=3, link="probit", return_env=True,
-                                      random_state=0)
+    X, y, pairs, theta, features = make_glm_duels(n_duels=1500, n_items=12, n_features=3, link="probit",
+                                                  return_instance=True, random_state=0)
+    env = GLMDuelingEnv(features, theta, link="probit")  # the environment is built in the family
     pipe = make_pipeline(FunctionTransformer(), PairwiseGLMClassifier())
     search = GridSearchCV(pipe, {"pairwiseglmclassifier__link": ["logistic", "probit", "linear"]},
                           scoring="neg_log_loss", cv=3).fit(X, y)

@@ -258,11 +258,14 @@ def test_partial_fit_is_central_greedy_only(params):
 # privacy hygiene, errors, API
 
 
-def test_bounds_none_warns_and_bounds_clip():
+def test_bounds_data_warns_on_every_fit_and_bounds_clip():
     X, _, _ = make_bounded_blobs(500, random_state=0)
-    with pytest.warns(PrivacyLeakWarning, match="bounds=None"):
-        km = PrivateKMeans(3, random_state=0).fit(X)
+    km = PrivateKMeans(3, bounds="data", random_state=0)
+    for _ in range(2):  # the same instance warns again on every fit
+        with pytest.warns(PrivacyLeakWarning, match="bounds='data'"):
+            km.fit(X)
     np.testing.assert_allclose(km.bounds_, [X.min(0), X.max(0)])
+    assert km.epsilon_spent_ == pytest.approx(1.0)  # the read box is not in the ledger: it is not private
     far = np.vstack([X, [[1e6, -1e6]]])
     km = PrivateKMeans(3, bounds=(-12, 12), random_state=0).fit(far)
     assert np.all(np.abs(km.cluster_centers_) <= 12)
@@ -305,8 +308,11 @@ def test_records_far_outside_the_box_are_clipped_in_fit_and_measured_exactly_aft
         km.transform(np.full((1, 2), 1.7e308))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
-        with pytest.raises(ValueError, match=r"bounds=None and the data's range reaches 1.7e\+308"):
-            PrivateKMeans(3).fit(far)
+        with pytest.raises(ValueError, match=r"bounds='data' and the data's range reaches 1.7e\+308"):
+            PrivateKMeans(3, bounds="data").fit(far)
+    # the private box lies on a grid within +-2**498 < 1e150: such records are clipped to it
+    km = PrivateKMeans(3, epsilon=20.0, random_state=0).fit(far)
+    assert np.all(np.abs(km.bounds_) <= 2.0 ** 498) and np.all(np.abs(km.cluster_centers_) <= 2.0 ** 498)
 
 
 @pytest.mark.parametrize("split", [(1, 1), (1, -1, 1), (0, 0, 0)])
@@ -415,18 +421,37 @@ def test_stream_refuses_a_privacy_parameter_change_between_steps(blobs):
     assert km.epsilon_spent_ == pytest.approx(2.0)
 
 
-def test_leak_warning_once_per_estimator_and_its_clones():
+def test_private_box_by_default_is_in_the_ledger_and_refused_in_the_local_model():
+    X, _, _ = make_bounded_blobs(4000, random_state=0)
+    for repeats in (1, 3):
+        km = PrivateKMeans(3, epsilon=2.0, n_repeats=repeats, random_state=0).fit(X)
+        box = [e for e in km.privacy_ledger_ if e["label"].startswith("private box")]
+        assert math.fsum(e["epsilon"] for e in box) == pytest.approx(0.2)  # bounds_share=0.1 of epsilon
+        assert km.epsilon_spent_ <= 2.0 and km.epsilon_spent_ == pytest.approx(2.0)
+    inside = np.all((X >= km.bounds_[0]) & (X <= km.bounds_[1]), axis=1)
+    assert inside.mean() > 0.85  # the sparse tails of the blobs are clipped
+    km = PrivateKMeans(3, epsilon=2.0, max_steps=4, random_state=0).partial_fit(X[:3000])
+    assert km.privacy_ledger_[0]["label"].startswith("private box") and km.epsilon_spent_ == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="privacy='local' needs public bounds"):
+        PrivateKMeans(3, privacy="local").fit(X)
+
+
+def test_leak_warning_on_every_fit_of_the_estimator_and_its_clones():
     X, _, _ = make_bounded_blobs(300, random_state=0)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        km = PrivateKMeans(3, random_state=0)
+        km = PrivateKMeans(3, bounds="data", random_state=0)
         km.fit(X)
         km.fit(X)
         GridSearchCV(km, {"epsilon": [0.5, 1.0, 2.0]}, cv=3).fit(X)  # 9 fits on clones, then a refit
+        km.partial_fit(X[:100])
+        km.partial_fit(X[100:200])
     leaks = [w for w in caught if issubclass(w.category, PrivacyLeakWarning)]
-    assert len(leaks) == 1 and "bounds=None" in str(leaks[0].message)
-    with pytest.warns(PrivacyLeakWarning):  # a new instance warns again
-        PrivateKMeans(3, random_state=0).fit(X)
+    assert len(leaks) == 2 + 9 + 1 + 2 and all("bounds='data'" in str(w.message) for w in leaks)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the default (a private box) and public bounds warn nothing
+        PrivateKMeans(3, epsilon=20.0, random_state=0).fit(X)
+        PrivateKMeans(3, bounds=(-12, 12), random_state=0).fit(X)
 
 
 def test_n_clusters_above_n_samples_is_served_without_revealing_n():

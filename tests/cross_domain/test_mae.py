@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from sklearn_icml.cross_domain import MaskedAutoencoder
+from sklearn_icml.cross_domain import AutoLinear, MaskedAutoencoder
 from sklearn_icml.cross_domain._mae_networks import MLPAutoencoder, draw_mask, masked_reconstruction_step
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
@@ -55,6 +55,27 @@ def test_max_iter_counts_steps_and_training_is_seeded():
     other = MaskedAutoencoder(n_components=2, hidden_layer_sizes=(16,), max_iter=7, batch_size=32,
                               random_state=1).fit(X)
     assert not np.allclose(mae.transform(X), other.transform(X))
+
+
+def test_early_stopping_holds_out_rows_and_stops_on_their_loss():
+    X = _low_rank(n=100)
+    common = dict(n_components=2, hidden_layer_sizes=(16,), batch_size=30, random_state=0)
+    plain = MaskedAutoencoder(max_iter=40, **common).fit(X)  # 4 steps per epoch, 10 epochs, no stopping rule
+    assert plain.validation_scores_ is None and plain.n_iter_ == 40 and len(plain.loss_curve_) == 10
+    full = MaskedAutoencoder(max_iter=40, early_stopping=True, n_iter_no_change=10, tol=0.0, **common).fit(X)
+    assert len(full.validation_scores_) == len(full.loss_curve_) == 10
+    assert np.all(np.isfinite(full.validation_scores_))
+    assert not np.allclose(full.loss_curve_, plain.loss_curve_)  # trained on the other 90 rows
+    # no epoch can improve the validation loss by tol=1e3: the rule stops the run early
+    stopped = MaskedAutoencoder(max_iter=400, early_stopping=True, n_iter_no_change=1, tol=1e3, **common).fit(X)
+    assert len(stopped.validation_scores_) == len(stopped.loss_curve_) <= 3
+    assert stopped.n_iter_ == 4 * len(stopped.loss_curve_)
+    # AutoLinear hands the rule to its masked autoencoders
+    Y = _low_rank(n=100, p=6, seed=1)
+    model = AutoLinear(n_components_x=2, n_components_y=2, hidden_layer_sizes=(8,), max_iter=400, batch_size=30,
+                       early_stopping=True, n_iter_no_change=1, tol=1e3, random_state=0).fit(X, Y)
+    for encoder in (model.encoder_x_, model.encoder_y_):
+        assert encoder.validation_scores_ is not None and encoder.n_iter_ <= 12
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -6,7 +6,10 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.model_selection import GridSearchCV
+from sklearn.linear_model import Ridge
+from sklearn.model_selection import GridSearchCV, KFold
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
 
 from sklearn_icml.datasets import make_lorenz63
 from sklearn_icml.dynamics import DySLIMRegressor, invariant_measure_scorer, make_rollout_dataset
@@ -147,6 +150,15 @@ def test_regression_mode_for_other_targets():
         est.rollout(X[:2], 3)
     with pytest.raises(ValueError, match="mode='dynamics'"):
         DySLIMRegressor(mode="dynamics", max_iter=2).fit(X, y)
+    # a 2-D y whose width is no state of X: regression, said aloud in mode="auto", silent when asked for
+    Y2 = np.column_stack([y, -y])
+    with pytest.warns(UserWarning, match=r"y has 2 columns, not the 4 .* Pass mode='regression'"):
+        auto = DySLIMRegressor(hidden_layer_sizes=(8,), max_iter=2, random_state=0).fit(X, Y2)
+    assert auto.mode_ == "regression"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        asked = DySLIMRegressor(hidden_layer_sizes=(8,), max_iter=2, random_state=0, mode="regression").fit(X, Y2)
+    np.testing.assert_array_equal(asked.predict(X), auto.predict(X))
 
 
 def test_bad_input_is_named(lorenz):
@@ -168,18 +180,54 @@ def test_bad_input_is_named(lorenz):
         est.invariant_measure_score(X[:2], X, n_steps=10, burn_in=1.0)
 
 
-def test_invariant_measure_score_and_grid_search_over_lambda(lorenz):
+def _imq_mmd2(P, Q, bandwidths):
+    """Biased MMD^2 with the multiscale inverse multiquadric kernel, written out pair by pair."""
+    def k(A, B):
+        d2 = ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1)
+        return sum(a * a / (a * a + d2) for a in bandwidths)
+    return k(P, P).mean() + k(Q, Q).mean() - 2 * k(P, Q).mean()
+
+
+def test_invariant_measure_score_is_minus_the_mmd_of_the_long_run_states(lorenz):
     traj, X, y = lorenz
     reference = traj.reshape(-1, 3)
     est = DySLIMRegressor(hidden_layer_sizes=(16,), max_iter=20, random_state=0).fit(X, y)
-    score = est.invariant_measure_score(traj[:, 0], reference, n_steps=20, burn_in=0.5)
-    assert -8.0 <= score <= 0.0
-    scorer = invariant_measure_scorer(reference, n_steps=20, burn_in=0.5)
+    score = est.invariant_measure_score(traj[:, 0], reference, n_steps=20, burn_in=0.5, max_samples=None)
+    states = est.rollout(traj[:, 0], 20)[:, 10:].reshape(-1, 3)  # steps from burn_in * n_steps on
+    P, Q = (states - est.mean_) / est.scale_, (reference - est.mean_) / est.scale_
+    expected = _imq_mmd2(P, Q, est.mmd_bandwidths)
+    assert expected > 1e-3  # a 20-epoch model is visibly off the attractor: the comparison is not 0 == 0
+    assert score == pytest.approx(-expected, rel=1e-9)
+    # the reference itself scores higher than the model (MMD^2 of a sample with its own subsample is smaller)
+    assert _imq_mmd2(Q[::2], Q, est.mmd_bandwidths) < expected
+    scorer = invariant_measure_scorer(reference, n_steps=20, burn_in=0.5, max_samples=None)
     assert scorer(est, traj[:, 0]) == score
-    search = GridSearchCV(DySLIMRegressor(hidden_layer_sizes=(8,), max_iter=10, random_state=0),
-                          {"lambda_uncond": [0.0, 1.0]}, scoring=scorer, cv=2).fit(X, y)
-    assert set(search.cv_results_["param_lambda_uncond"]) == {0.0, 1.0}
-    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+
+
+def test_invariant_measure_scorer_in_a_pipeline_and_a_grid_search(lorenz):
+    traj, X, y = lorenz
+    reference = traj.reshape(-1, 3)
+    scorer = invariant_measure_scorer(reference, n_steps=20, burn_in=0.5)
+    kw = dict(hidden_layer_sizes=(8,), max_iter=10, random_state=0)
+    grid = {"lambda_uncond": [0.0, 1.0]}
+    bare = GridSearchCV(DySLIMRegressor(**kw), grid, scoring=scorer, cv=2).fit(X, y)
+    piped = GridSearchCV(Pipeline([("m", DySLIMRegressor(**kw))]), {"m__" + k: v for k, v in grid.items()},
+                         scoring=scorer, cv=2).fit(X, y)
+    assert np.all(np.isfinite(piped.cv_results_["mean_test_score"]))
+    # the direct computation on each split: the bare estimator's own method
+    for i, (train, test) in enumerate(KFold(2).split(X)):
+        for j, lam in enumerate(grid["lambda_uncond"]):
+            est = DySLIMRegressor(lambda_uncond=lam, **kw).fit(X[train], y[train])
+            direct = est.invariant_measure_score(X[test], reference, n_steps=20, burn_in=0.5)
+            assert piped.cv_results_[f"split{i}_test_score"][j] == pytest.approx(direct, rel=1e-12)
+    np.testing.assert_array_equal(piped.cv_results_["mean_test_score"], bare.cv_results_["mean_test_score"])
+    # steps before the model transform the initial states and the reference alike
+    scaled = Pipeline([("s", StandardScaler()), ("m", DySLIMRegressor(**kw))]).fit(X, y)
+    s = scaled["s"]
+    assert scorer(scaled, X[:5]) == scaled["m"].invariant_measure_score(s.transform(X[:5]), s.transform(reference),
+                                                                        n_steps=20, burn_in=0.5)
+    with pytest.raises(TypeError, match="must have invariant_measure_score"):
+        scorer(Pipeline([("r", Ridge())]).fit(X, y), X[:5])
 
 
 @pytest.mark.parametrize("device", DEVICES)

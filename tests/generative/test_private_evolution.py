@@ -151,8 +151,8 @@ def test_classifier_on_synthetic_blobs_is_as_good_as_on_real_data(sigma):
 
 def test_grid_search_over_the_budget_in_a_pipeline():
     X, y = make_blobs(600, centers=2, cluster_std=1.5, random_state=0)
-    pipe = make_pipeline(StandardScaler(), SyntheticDataClassifier(
-        PrivateEvolution(n_synthetic=50, n_iterations=3, bounds=(-4, 4), random_state=0)))
+    pipe = make_pipeline(StandardScaler(), SyntheticDataClassifier(  # the two labels are public knowledge
+        PrivateEvolution(n_synthetic=50, n_iterations=3, bounds=(-4, 4), classes=[0, 1], random_state=0)))
     search = GridSearchCV(pipe, {"syntheticdataclassifier__generator__epsilon": [0.5, 8.0]}, cv=3).fit(X, y)
     assert search.best_score_ > 0.8
 
@@ -168,18 +168,25 @@ def test_deterministic_pickles_and_does_not_touch_the_input():
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(a)).sample(5, random_state=0), a.sample(5, random_state=0))
 
 
-def test_bounds_none_warns_once_per_instance():
+def test_bounds_data_warns_on_every_fit_and_the_default_box_is_private():
+    import warnings
+
     from sklearn_icml.privacy import PrivacyLeakWarning
 
     X, _ = make_blobs(100, random_state=0)
-    pe = PrivateEvolution(n_synthetic=10, n_iterations=2)
-    with pytest.warns(PrivacyLeakWarning):
-        pe.fit(X)
-    import warnings
-
+    pe = PrivateEvolution(n_synthetic=10, n_iterations=2, bounds="data")
+    for _ in range(2):  # the same instance warns again on every fit
+        with pytest.warns(PrivacyLeakWarning, match="bounds='data'"):
+            pe.fit(X)
+    np.testing.assert_array_equal(pe.bounds_[0], X.min(0))
+    X, _ = make_blobs(3000, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        pe.fit(X)
+        pe = PrivateEvolution(n_synthetic=10, n_iterations=2, random_state=0).fit(X)
+    assert np.mean(np.all((X >= pe.bounds_[0]) & (X <= pe.bounds_[1]), axis=1)) > 0.9
+    box = [e for e in pe.privacy_ledger_ if e["label"].startswith("private box")]
+    assert len(box) == 2 and box[0]["epsilon"] + box[1]["epsilon"] == pytest.approx(0.1)
+    assert 0.999 <= pe.epsilon_spent_ <= 1.0  # the rounds compose (pld) to just under their part
 
 
 @pytest.mark.parametrize("kwargs, match", [

@@ -332,6 +332,8 @@ def test_bad_input(roll):
         LeftInvertibleWGAN(**TINY).fit(np.where(np.arange(300).reshape(150, 2) == 7, np.nan, X))
     with pytest.raises(ValueError, match="latent_dim=3 is above n_features=2"):
         LeftInvertibleWGAN(latent_dim=3, **TINY).fit(X)
+    with pytest.raises(ValueError, match=r"1 sample\(s\) .* minimum of 2 is required by LeftInvertibleWGAN"):
+        LeftInvertibleWGAN(**TINY).fit(X[:1])
     with pytest.raises(ValueError, match="hidden_layer_sizes"):
         LeftInvertibleWGAN(hidden_layer_sizes=(8, 0)).fit(X)
     with pytest.raises(ValueError, match="betas"):

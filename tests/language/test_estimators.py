@@ -109,6 +109,22 @@ def test_transformer_is_deterministic_causal_and_pickles(heads_on, device):
     np.testing.assert_allclose(loaded.predict_proba(data.sequences), proba, atol=1e-6)
 
 
+def test_transformer_early_stopping_on_held_out_sequences():
+    data = make_regular_languages(40, max_len=24, random_state=0)
+    common = dict(d_model=8, max_len=24, max_iter=8, random_state=0)
+    plain = NGramTransformerLM(n_iter_no_change=8, tol=0.0, **common).fit(data.sequences)
+    assert plain.validation_scores_ is None and plain.n_iter_ == 8
+    full = NGramTransformerLM(early_stopping=True, n_iter_no_change=8, tol=0.0, **common).fit(data.sequences)
+    assert full.n_iter_ == 8 == len(full.validation_scores_) == len(full.loss_curve_)
+    assert all(np.isfinite(full.validation_scores_))
+    # a tenth of the sequences is held out: the training losses are those of another training set
+    assert not np.allclose(full.loss_curve_, plain.loss_curve_)
+    # no epoch can improve by tol=1e3: training stops long before max_iter on the validation rule
+    stopped = NGramTransformerLM(early_stopping=True, n_iter_no_change=1, tol=1e3,
+                                 **{**common, "max_iter": 20}).fit(data.sequences)
+    assert stopped.n_iter_ <= 3 and len(stopped.validation_scores_) == stopped.n_iter_
+
+
 @pytest.mark.parametrize("Model", [InContextNGram, NGramTransformerLM])
 @pytest.mark.parametrize("X, match", [
     (np.zeros((2, 3, 4), dtype=int), "2-D"),

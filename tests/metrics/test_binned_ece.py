@@ -46,6 +46,18 @@ def test_binned_ece_by_hand():
     assert binned_ece(y, p, n_bins=2) == pytest.approx((2 * 0.2 + 4 * 0.25) / 6)
 
 
+def test_a_score_on_a_bin_edge_falls_in_the_upper_bin():
+    """Bins are [a, b) with the last one closed: 0.5 of two bins is in [0.5, 1], 1.0 in the last bin."""
+    y = np.array([0, 1, 1])
+    p = np.array([0.5, 0.3, 0.3])
+    # upper bin {0.5}: conf 0.5, acc 0; lower bin {0.3, 0.3}: conf 0.3, acc 1 (in the lower bin, 0.5 would cancel)
+    assert binned_ece(y, p, n_bins=2) == pytest.approx((0.5 + 2 * 0.7) / 3, rel=1e-12)
+    y4, p4 = np.array([0, 1, 1, 0, 1]), np.array([0.25, 0.0, 0.75, 0.5, 1.0])
+    # bins of width 1/4: {0.0}, {0.25}, {0.5}, {0.75, 1.0}
+    by_hand = (1.0 + 0.25 + 0.5 + 2 * abs(0.875 - 1.0)) / 5
+    assert binned_ece(y4, p4, n_bins=4) == pytest.approx(by_hand, rel=1e-12)
+
+
 def test_quantile_bins_have_equal_mass():
     rng = np.random.RandomState(0)
     p = rng.beta(1, 5, 1000)

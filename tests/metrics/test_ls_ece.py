@@ -282,7 +282,7 @@ def test_monte_carlo_ls_ece_is_a_differentiable_regulariser(device):
 
 def test_documented_grid_step_is_the_step_the_code_uses():
     """The docstrings state the grid step as sigma/N with N read from the code, and the grid uses that step."""
-    from sklearn_icml.metrics import _ls_ece
+    from sklearn_icml.metrics import _calibration_kernels as _ls_ece
     from sklearn_icml.metrics._backend import get_ops
 
     steps = _ls_ece._STEPS_PER_SIGMA

@@ -38,7 +38,7 @@ def test_recall_ties_count_against_the_query():
 
 
 def test_recall_blocks_agree_with_one_pass(monkeypatch):
-    from sklearn_icml.metrics import _retrieval
+    from sklearn_icml.utils._distances import _retrieval
 
     rng = np.random.RandomState(1)
     gallery = rng.normal(size=(50, 4))

@@ -87,6 +87,20 @@ def test_mlp_bond_trains_with_infonce_and_is_deterministic(device):
         np.testing.assert_allclose(Z, cpu, atol=1e-3)
 
 
+def test_mlp_early_stopping_holds_out_pairs_and_stops_on_their_loss():
+    X = _pairs()
+    kw = dict(n_base_features=5, projector="mlp", batch_size=16, learning_rate=1e-2, random_state=0)
+    (plain,) = SpaceBond(max_iter=12, **kw).fit(X).projectors_
+    assert plain.validation_scores is None and len(plain.loss_curve) == 12  # no rule without early stopping
+    (full,) = SpaceBond(max_iter=12, early_stopping=True, n_iter_no_change=12, tol=0.0, **kw).fit(X).projectors_
+    assert len(full.validation_scores) == len(full.loss_curve) == 12
+    assert np.all(np.isfinite(full.validation_scores))
+    assert not np.allclose(full.loss_curve, plain.loss_curve)  # a tenth of the pairs is held out
+    bond = SpaceBond(max_iter=50, early_stopping=True, n_iter_no_change=1, tol=1e3, **kw).fit(X)
+    (stopped,) = bond.projectors_
+    assert len(stopped.validation_scores) == len(stopped.loss_curve) == bond.n_iter_ <= 3
+
+
 def test_mlp_transform_streams_in_batches_and_mixes_projectors():
     X = _pairs(n=33)  # 33 = 2 * 16 + 1: the last training batch has a single row
     bond = SpaceBond(n_base_features=5, projector="mlp", loss="cosine", n_projectors=2, max_iter=2, batch_size=16,

@@ -1,6 +1,7 @@
 """SpaceBond: projectors against their closed forms, transform against FreeBind's formulas, the data contract."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -37,7 +38,7 @@ def _project(bond, Z):
 def test_procrustes_equals_scipy_for_equal_widths():
     X, u, e = _paired(d_u=5, d_e=5, n_missing=0)
     for bond in ("combination", "displacement"):
-        fitted = SpaceBond(bond, projector="procrustes").fit(X)
+        fitted = SpaceBond(bond, n_base_features=5, projector="procrustes").fit(X)
         source, target = (e, u) if bond == "combination" else (u, e)
         R, _ = orthogonal_procrustes(_unit(source), _unit(target))
         np.testing.assert_allclose(fitted.projectors_[0].coef, R, atol=1e-10)
@@ -57,7 +58,7 @@ def test_procrustes_for_unequal_widths_reaches_scipy_optimum_on_padded_data():
 @pytest.mark.parametrize("alpha", [1e-2, 3.0, 0.0])
 def test_ridge_equals_sklearn_ridge_on_normalised_pairs(alpha):
     X, u, e = _paired(n_missing=6)
-    bond = SpaceBond(ridge_alpha=alpha).fit(X)
+    bond = SpaceBond(n_base_features=6, ridge_alpha=alpha).fit(X)
     ref = Ridge(alpha=alpha, solver="svd").fit(_unit(e[:-6]), _unit(u[:-6]))
     np.testing.assert_allclose(bond.projectors_[0].coef, ref.coef_.T, atol=1e-8)
     np.testing.assert_allclose(bond.projectors_[0].intercept, ref.intercept_, atol=1e-8)
@@ -68,7 +69,8 @@ def test_ridge_equals_sklearn_ridge_on_normalised_pairs(alpha):
 @pytest.mark.parametrize("n_projectors", [1, 3])
 def test_combination_transform_follows_the_formula(projector, n_projectors):
     X, u, e = _paired()
-    bond = SpaceBond(projector=projector, n_projectors=n_projectors, mixing=0.3, random_state=0).fit(X)
+    bond = SpaceBond(n_base_features=6, projector=projector, n_projectors=n_projectors, mixing=0.3,
+                     random_state=0).fit(X)
     assert len(bond.projectors_) == n_projectors
     Z = bond.transform(X)
     have = ~np.isnan(X[:, 6])
@@ -80,7 +82,7 @@ def test_combination_transform_follows_the_formula(projector, n_projectors):
 
 def test_displacement_transform_follows_the_formula():
     X, u, e = _paired()
-    bond = SpaceBond("displacement", n_projectors=2, mixing=0.2, random_state=0).fit(X)
+    bond = SpaceBond("displacement", n_base_features=6, n_projectors=2, mixing=0.2, random_state=0).fit(X)
     Z = bond.transform(X)
     have = ~np.isnan(X[:, 6])
     p = _project(bond, u)
@@ -93,27 +95,28 @@ def test_displacement_transform_follows_the_formula():
 def test_mixing_zero_keeps_the_base_space():
     X, u, e = _paired()
     have = ~np.isnan(X[:, 6])
-    Z = SpaceBond(mixing=0.0).fit(X).transform(X)
+    Z = SpaceBond(n_base_features=6, mixing=0.0).fit(X).transform(X)
     np.testing.assert_allclose(Z, _unit(u), atol=1e-12)
-    Z = SpaceBond("displacement", mixing=0.0).fit(X).transform(X)
+    Z = SpaceBond("displacement", n_base_features=6, mixing=0.0).fit(X).transform(X)
     np.testing.assert_allclose(Z[have], _unit(e[have]), atol=1e-12)
 
 
 def test_set_params_mixing_needs_no_refit():
     X, _, _ = _paired()
-    bond = SpaceBond(mixing=0.5, random_state=0).fit(X)
+    bond = SpaceBond(n_base_features=6, mixing=0.5, random_state=0).fit(X)
     state = pickle.dumps({k: v for k, v in vars(bond).items() if k.endswith("_")})
     before = bond.transform(X)
     after = bond.set_params(mixing=0.9).transform(X)
     assert pickle.dumps({k: v for k, v in vars(bond).items() if k.endswith("_")}) == state
     assert not np.allclose(before, after)
-    np.testing.assert_allclose(after, SpaceBond(mixing=0.9, random_state=0).fit(X).transform(X), atol=1e-12)
+    again = SpaceBond(n_base_features=6, mixing=0.9, random_state=0).fit(X).transform(X)
+    np.testing.assert_allclose(after, again, atol=1e-12)
 
 
 def test_dict_mixing_gives_each_group_its_factor():
     X, _, _ = _paired()
     groups = np.array(["audio", "text"] * 20)
-    bond = SpaceBond(mixing={"audio": 0.5, "text": 0.1}).fit(X)
+    bond = SpaceBond(n_base_features=6, mixing={"audio": 0.5, "text": 0.1}).fit(X)
     Z = bond.transform(X, groups=groups)
     for g, f in (("audio", 0.5), ("text", 0.1)):
         np.testing.assert_allclose(Z[groups == g], bond.set_params(mixing=f).transform(X[groups == g]), atol=1e-12)
@@ -122,7 +125,7 @@ def test_dict_mixing_gives_each_group_its_factor():
 def test_groups_in_fit_give_one_projector_per_group():
     X, u, e = _paired(n_missing=0)
     groups = np.repeat([0, 1, 2], [10, 15, 15])
-    bond = SpaceBond().fit(X, groups=groups)
+    bond = SpaceBond(n_base_features=6).fit(X, groups=groups)
     assert len(bond.projectors_) == 3
     rows = groups == 1
     ref = Ridge(alpha=1e-2, solver="svd").fit(_unit(e[rows]), _unit(u[rows]))
@@ -131,9 +134,9 @@ def test_groups_in_fit_give_one_projector_per_group():
 
 def test_bootstrap_mixture_is_deterministic_under_random_state():
     X, _, _ = _paired()
-    a = SpaceBond(n_projectors=4, random_state=3).fit(X).transform(X)
-    b = SpaceBond(n_projectors=4, random_state=3).fit(X).transform(X)
-    c = SpaceBond(n_projectors=4, random_state=4).fit(X).transform(X)
+    a = SpaceBond(n_base_features=6, n_projectors=4, random_state=3).fit(X).transform(X)
+    b = SpaceBond(n_base_features=6, n_projectors=4, random_state=3).fit(X).transform(X)
+    c = SpaceBond(n_base_features=6, n_projectors=4, random_state=4).fit(X).transform(X)
     np.testing.assert_array_equal(a, b)
     assert not np.allclose(a, c)
 
@@ -191,8 +194,8 @@ def test_grid_search_over_projector_and_ridge_alpha_with_recall_scorer():
 def test_nan_outside_whole_expert_part_is_refused(bad, match):
     X, _, _ = _paired()
     with pytest.raises(ValueError, match=match):
-        SpaceBond().fit(bad(X))
-    bond = SpaceBond().fit(X)
+        SpaceBond(n_base_features=6).fit(bad(X))
+    bond = SpaceBond(n_base_features=6).fit(X)
     with pytest.raises(ValueError, match=match):
         bond.transform(bad(X))
 
@@ -213,17 +216,28 @@ def test_bad_input_messages():
     X_none = X.copy()
     X_none[:, 6:] = np.nan
     with pytest.raises(ValueError, match="no row of X has an expert part"):
-        SpaceBond().fit(X_none)
+        SpaceBond(n_base_features=6).fit(X_none)
     with pytest.raises(ValueError, match="n_projectors must be 1"):
-        SpaceBond(n_projectors=2).fit(X, groups=np.arange(40) % 2)
+        SpaceBond(n_base_features=6, n_projectors=2).fit(X, groups=np.arange(40) % 2)
     with pytest.raises(ValueError, match="1 feature"):
         SpaceBond().fit(np.ones((5, 1)))
+
+
+def test_a_guessed_split_is_said_aloud():
+    X, _, _ = _paired(d_u=4, d_e=8, n_missing=0)  # the halves are not the embeddings
+    with pytest.warns(UserWarning, match=r"SpaceBond: n_base_features is None, .* widths \[6, 6\] .*pass "
+                                         "n_base_features"):
+        guessed = SpaceBond().fit(X)
+    assert guessed.n_base_features_ == 6
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert SpaceBond(n_base_features=4).fit(X).n_base_features_ == 4
 
 
 def test_input_is_not_modified():
     X, _, _ = _paired()
     X0 = X.copy()
-    SpaceBond(n_projectors=2, random_state=0).fit(X).transform(X)
+    SpaceBond(n_base_features=6, n_projectors=2, random_state=0).fit(X).transform(X)
     np.testing.assert_array_equal(X, X0)
 
 

@@ -170,6 +170,32 @@ def test_count_units_rule_and_no_cluster_fallback():
     assert ec.loss_ == pytest.approx(ec.student_losses_[best], rel=1e-4)
 
 
+def test_fallback_at_a_deeper_layer_returns_the_best_student_as_trained(monkeypatch):
+    """Layer 1 is recovered and collapsed, layer 2 has no cluster: the students as trained are what comes back."""
+    import dataclasses
+
+    from sklearn_icml.neural_network import _expand_cluster
+
+    original, calls = _expand_cluster.cluster_units, []
+
+    def second_layer_fails(*args, **kwargs):
+        out = original(*args, **kwargs)
+        calls.append(out)
+        return dataclasses.replace(out, members=[]) if len(calls) == 2 else out
+
+    monkeypatch.setattr(_expand_cluster, "cluster_units", second_layer_fails)
+    X, y, _ = _teacher()
+    params = dict(_TINY, n_hidden_layers=2, student_width=4, student_max_iter=60, finetune_max_iter=30)
+    with pytest.warns(ConvergenceWarning, match=r"no cluster of layer 2 .* layer\(s\) 1 to 1 recovered before it "
+                                                r"are not used either; the best student is returned as it was"):
+        ec = ExpandAndCluster(**params).fit(X, y)
+    assert len(calls) == 2 and 1 <= len(calls[0].members)
+    assert ec.hidden_layer_sizes_ == (4, 4)
+    best = int(np.argmin(ec.student_losses_))
+    assert ec.loss_ == pytest.approx(ec.student_losses_[best], rel=1e-4)
+    assert np.mean((ec.predict(X) - y) ** 2) == pytest.approx(ec.student_losses_[best], rel=1e-3)
+
+
 def test_deterministic_and_does_not_mutate():
     X, y, _ = _teacher()
     X0, y0 = X.copy(), y.copy()

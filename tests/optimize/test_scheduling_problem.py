@@ -81,7 +81,7 @@ def test_stage_loads_and_parts():
 
 
 def test_gml_round_trip(tmp_path):
-    problem = make_scheduling_dag(120, depth=6, n_stages=5, random_state=3)
+    problem = StageSchedulingProblem.from_dataset(make_scheduling_dag(120, depth=6, n_stages=5, random_state=3))
     path = tmp_path / "dag.gml"
     problem.write_gml(path)
     again = StageSchedulingProblem.from_gml(path, n_stages=5)
@@ -97,25 +97,25 @@ def test_gml_round_trip(tmp_path):
 
 
 def test_released_graphs_match_their_published_statistics():
-    dense = load_dcs_graph("rand_graph_1000_1", n_stages=10)
-    sparse = load_dcs_graph("rand_graph_sparse_1000_1")
+    dense = StageSchedulingProblem.from_dataset(load_dcs_graph("rand_graph_1000_1", n_stages=10))
+    sparse = StageSchedulingProblem.from_dataset(load_dcs_graph("rand_graph_sparse_1000_1"))
     assert (dense.n_nodes, dense.n_edges, dense.n_levels, dense.n_stages) == (949, 2730, 15, 10)
     assert (sparse.n_nodes, sparse.n_edges, sparse.n_levels, sparse.n_stages) == (810, 946, 9, 9)
     assert int((dense.levels == 0).sum()) == 202
     G = nx.DiGraph(dense.edges.tolist())
     assert nx.dag_longest_path_length(G) + 1 == dense.n_levels  # networkx's own longest path
     with pytest.raises(ValueError, match="unknown graph 'nope'"):
-        load_dcs_graph("nope")
+        StageSchedulingProblem.from_dataset(load_dcs_graph("nope"))
 
 
 def test_make_scheduling_dag_statistics():
-    problem = make_scheduling_dag(2000, random_state=0)
+    problem = StageSchedulingProblem.from_dataset(make_scheduling_dag(2000, random_state=0))
     assert problem.n_levels == 15
     assert 0.15 < (problem.levels == 0).mean() < 0.25
     assert 0.5 < (problem.node_weight == 0).mean() < 0.7
     assert 0.5 < (problem.edge_weight == 0).mean() < 0.7
     assert 2.4 < problem.n_edges / problem.n_nodes < 3.4
-    again = make_scheduling_dag(2000, random_state=0)
+    again = StageSchedulingProblem.from_dataset(make_scheduling_dag(2000, random_state=0))
     np.testing.assert_array_equal(problem.edges, again.edges)
 
 
@@ -132,8 +132,10 @@ def test_from_networkx_labels_and_attributes():
         StageSchedulingProblem.from_networkx(G)
     G.nodes["c"]["parameter"] = 1
     G.add_edge("b", "c")
-    with pytest.raises(ValueError, match=r"edge \('b', 'c'\) has no 'parameter'"):
+    with pytest.raises(ValueError, match="some edges carry"):
         StageSchedulingProblem.from_networkx(G)
+    with pytest.raises(ValueError, match=r"edge \('b', 'c'\) has no 'parameter'"):
+        StageSchedulingProblem.from_networkx(G, edge_attr="parameter")
     assert StageSchedulingProblem.from_networkx(G, edge_attr=None).n_edges == 2
     with pytest.raises(TypeError, match="undirected"):
         StageSchedulingProblem.from_networkx(nx.Graph(G))
@@ -177,7 +179,7 @@ def test_stages_input_errors_and_no_mutation():
 
 
 def test_replace_keeps_graph():
-    problem = make_scheduling_dag(50, depth=5, random_state=0)
+    problem = StageSchedulingProblem.from_dataset(make_scheduling_dag(50, depth=5, random_state=0))
     other = problem.replace(n_stages=3, mem_weight=1.0)
     assert other.n_stages == 3 and other.mem_weight == 1.0
     np.testing.assert_array_equal(other.edges, problem.edges)

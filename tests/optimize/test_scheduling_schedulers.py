@@ -78,7 +78,7 @@ def test_vectorised_sampler_equals_a_per_node_loop():
     """Same logits and noise: the level-vectorised sampler gives the stages, loss and gradient of a per-node loop."""
     from sklearn_icml.optimize._gumbel_sampler import GumbelModel, LevelPlan
 
-    problem = make_scheduling_dag(60, depth=6, n_stages=5, random_state=1)
+    problem = StageSchedulingProblem.from_dataset(make_scheduling_dag(60, depth=6, n_stages=5, random_state=1))
     plan = LevelPlan(problem)
     B, n, D, tau = 3, problem.n_nodes, problem.n_stages, 50.0
     gen = torch.Generator().manual_seed(0)
@@ -132,7 +132,7 @@ def test_vectorised_sampler_equals_a_per_node_loop():
 # ------------------------------------------------------------------ Gumbel behaviour
 def test_greedy_init_never_worse_than_greedy_and_history_monotone():
     for seed in range(5):
-        problem = make_scheduling_dag(150, depth=8, n_stages=6, random_state=seed)
+        problem = StageSchedulingProblem.from_dataset(make_scheduling_dag(150, depth=8, n_stages=6, random_state=seed))
         greedy = GreedyStageScheduler().fit(problem)
         gumbel = GumbelScheduler(batch_size=8, max_iter=15, random_state=seed).fit(problem)
         assert gumbel.initial_objective_ == greedy.objective_
@@ -141,30 +141,31 @@ def test_greedy_init_never_worse_than_greedy_and_history_monotone():
         assert np.all(np.diff(best) <= 0)
         assert best[-1] == gumbel.objective_
         assert np.all(np.diff(gumbel.history_[:, 1]) >= 0)
-        assert gumbel.history_.shape == (gumbel.n_iter_ + 1, 3) and gumbel.n_iter_ == 15
-        assert len(gumbel.loss_curve_) == 15
+        assert gumbel.history_.shape == (gumbel.n_iter_ + 1, 3)
+        assert gumbel.n_iter_ == 15 or gumbel.stop_reason_ == "lower_bound"
+        assert len(gumbel.loss_curve_) == gumbel.n_iter_
 
 
 def test_stage0_improves_on_the_release_start():
-    problem = make_scheduling_dag(200, random_state=0).replace(n_stages=10)
+    problem = StageSchedulingProblem.from_dataset(make_scheduling_dag(200, random_state=0)).replace(n_stages=10)
     gumbel = GumbelScheduler(batch_size=16, max_iter=30, init="stage0", random_state=0).fit(problem)
     assert gumbel.initial_objective_ == problem.mem_weight * problem.node_weight.sum()
     assert gumbel.objective_ < 0.5 * gumbel.initial_objective_
 
 
 def test_array_init_and_asap():
-    problem = make_scheduling_dag(80, depth=6, random_state=0)
-    asap = GumbelScheduler(batch_size=2, max_iter=0, init="asap").fit(problem)
+    problem = StageSchedulingProblem.from_dataset(make_scheduling_dag(80, depth=6, random_state=0))
+    asap = GumbelScheduler(batch_size=2, max_iter=0, init="asap", polish=False).fit(problem)
     np.testing.assert_array_equal(asap.schedule_, problem.levels)  # n_stages = depth: ASAP levels themselves
     start = np.full(problem.n_nodes, problem.n_stages - 1)
     start[problem.levels == 0] = 0
-    given = GumbelScheduler(batch_size=2, max_iter=0, init=start).fit(problem)
+    given = GumbelScheduler(batch_size=2, max_iter=0, init=start, polish=False).fit(problem)
     assert given.initial_objective_ == problem.objective(start)
     np.testing.assert_array_equal(given.schedule_, start)
 
 
 def test_deterministic_under_random_state_and_time_limit_is_anytime():
-    problem = make_scheduling_dag(100, depth=6, random_state=0)
+    problem = StageSchedulingProblem.from_dataset(make_scheduling_dag(100, depth=6, random_state=0))
     a = GumbelScheduler(batch_size=4, max_iter=10, init="stage0", random_state=3).fit(problem)
     b = GumbelScheduler(batch_size=4, max_iter=10, init="stage0", random_state=3).fit(problem)
     np.testing.assert_array_equal(a.schedule_, b.schedule_)
@@ -186,7 +187,7 @@ def test_networkx_input_predict_score_and_fit_predict():
     problem = StageSchedulingProblem.from_networkx(G)
     np.testing.assert_array_equal(scheduler.predict(problem), stages)
     assert scheduler.score(problem) == -problem.objective(stages)
-    other = make_scheduling_dag(30, depth=3, random_state=0)
+    other = StageSchedulingProblem.from_dataset(make_scheduling_dag(30, depth=3, random_state=0))
     with pytest.raises(ValueError, match="not the problem this scheduler was fitted on"):
         scheduler.predict(other)
 
@@ -199,7 +200,7 @@ def test_feature_matrix_is_rejected(scheduler):
 
 
 def test_bad_init_and_device():
-    problem = make_scheduling_dag(30, depth=3, random_state=0)
+    problem = StageSchedulingProblem.from_dataset(make_scheduling_dag(30, depth=3, random_state=0))
     with pytest.raises(ValueError, match=r"init must be .* shape \(30,\); got an array of shape \(3,\)"):
         GumbelScheduler(init=[0, 0, 0], max_iter=1).fit(problem)
     illegal = np.zeros(30, dtype=int)
@@ -212,7 +213,7 @@ def test_bad_init_and_device():
 
 
 def test_fit_does_not_modify_the_problem():
-    problem = make_scheduling_dag(60, depth=5, random_state=0)
+    problem = StageSchedulingProblem.from_dataset(make_scheduling_dag(60, depth=5, random_state=0))
     before = (problem.edges.copy(), problem.node_weight.copy(), problem.edge_weight.copy(), problem.digest())
     GumbelScheduler(batch_size=2, max_iter=3, random_state=0).fit(problem)
     np.testing.assert_array_equal(problem.edges, before[0])
@@ -221,7 +222,7 @@ def test_fit_does_not_modify_the_problem():
 
 
 def test_verbose_prints_progress(capsys):
-    problem = make_scheduling_dag(40, depth=4, random_state=0)
+    problem = StageSchedulingProblem.from_dataset(make_scheduling_dag(40, depth=4, random_state=0))
     GumbelScheduler(batch_size=2, max_iter=4, random_state=0).fit(problem)
     assert capsys.readouterr().out == ""
     GumbelScheduler(batch_size=2, max_iter=4, random_state=0, verbose=1).fit(problem)
@@ -247,7 +248,7 @@ def test_cpsat_matches_exhaustive_optimum_both_models():
 
 def test_cpsat_hint_from_a_fitted_scheduler_and_no_solution_case():
     pytest.importorskip("ortools")
-    problem = make_scheduling_dag(60, depth=5, random_state=0)
+    problem = StageSchedulingProblem.from_dataset(make_scheduling_dag(60, depth=5, random_state=0))
     greedy = GreedyStageScheduler().fit(problem)
     hinted = CPSATScheduler(time_limit=5.0, hint=greedy).fit(problem)
     assert hinted.schedule_ is not None and hinted.objective_ <= greedy.objective_ + 1e-9
@@ -256,7 +257,7 @@ def test_cpsat_hint_from_a_fitted_scheduler_and_no_solution_case():
         CPSATScheduler(hint=np.zeros(3)).fit(problem)
     with pytest.raises(ValueError, match="without a schedule_"):
         CPSATScheduler(hint=GreedyStageScheduler()).fit(problem)
-    big = make_scheduling_dag(800, random_state=0).replace(n_stages=10)
+    big = StageSchedulingProblem.from_dataset(make_scheduling_dag(800, random_state=0)).replace(n_stages=10)
     none = CPSATScheduler(time_limit=1e-3, model="expanded").fit(big)
     assert none.status_ == "UNKNOWN" and none.schedule_ is None
     assert none.objective_ == math.inf and none.gap_ == math.inf
@@ -269,12 +270,12 @@ def test_cpsat_import_error_names_ortools(monkeypatch):
     monkeypatch.setitem(sys.modules, "ortools.sat.python", None)
     monkeypatch.setitem(sys.modules, "ortools", None)
     with pytest.raises(ImportError, match="'ortools'"):
-        CPSATScheduler().fit(make_scheduling_dag(20, depth=3, random_state=0))
+        CPSATScheduler().fit(StageSchedulingProblem.from_dataset(make_scheduling_dag(20, depth=3, random_state=0)))
 
 
 # ------------------------------------------------------------------ tuning
 def test_tune_scheduler_scores_by_mean_gap():
-    problems = [make_scheduling_dag(60, depth=5, random_state=s) for s in range(3)]
+    problems = [StageSchedulingProblem.from_dataset(make_scheduling_dag(60, depth=5, random_state=s)) for s in range(3)]
     grid = {"init": ["stage0", "greedy"], "batch_size": [2]}
     result = tune_scheduler(GumbelScheduler(max_iter=3, random_state=0), grid, problems)
     gaps = np.array([[GumbelScheduler(max_iter=3, random_state=0, **params).fit(p).gap_ for p in problems]

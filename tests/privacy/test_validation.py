@@ -114,6 +114,14 @@ CASES = {
         lambda **kw: privacy.gaussian_rounds_noise_multiplier(**(dict(epsilon=1.0, delta=1e-6, n_rounds=3) | kw)),
         [("epsilon", e) for e in (NAN, INF, 0.0, -1.0)] + [("delta", d) for d in (NAN, INF, 0.0, 1.0)]
         + [("n_rounds", 0)]),
+    "grid_histogram": (
+        lambda **kw: privacy.grid_histogram(**(dict(X=X2) | kw)),
+        [("X", np.array([[NAN, 0.1]])), ("X", np.array([[INF, 0.1]])), ("X", [0.1, 0.2])]
+        + [("radius", r) for r in (NAN, INF, 0.0, -1.0)]),
+    "private_bounds": (
+        lambda **kw: privacy.private_bounds(**(dict(X=X2, epsilon=1.0) | kw)),
+        [("X", np.array([[NAN, 0.1]])), ("X", np.array([[INF, 0.1]])), ("max_rows_per_user", 0)]
+        + [("epsilon", e) for e in BAD_EPS] + [("failure_probability", b) for b in (NAN, 0.0, 1.0)]),
     "split_budget": (
         lambda **kw: split_budget(**(dict(total=1.0, shares=[1, 2]) | kw)),
         [("total", t) for t in (NAN, INF, -1.0)] + [("shares", [1.0, NAN]), ("shares", [1.0, 0.0])]),
@@ -124,7 +132,8 @@ CASES = {name: case for name, case in CASES.items() if name in privacy.__all__}
 
 
 def test_the_table_covers_every_public_name():
-    not_callable_with_input = {"PrivacyLeakWarning"}  # a warning category: it takes no validated input
+    # a warning category, the grids' constants and the release's named tuple: they take no validated input
+    not_callable_with_input = {"PrivacyLeakWarning", "MAGNITUDE_EDGES", "N_LINEAR", "PrivateBounds"}
     assert set(CASES) | not_callable_with_input == set(privacy.__all__)
 
 

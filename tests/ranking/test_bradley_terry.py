@@ -68,7 +68,9 @@ def test_custom_tie_labels_and_numeric_outcomes():
     ref = BradleyTerryRanker().fit(X, y)
     r = BradleyTerryRanker(tie_labels=(2,)).fit(X, code)
     np.testing.assert_allclose(r.ratings_, ref.ratings_, atol=1e-9)
-    assert r.first_wins_label_ == 1 and list(r.classes_) == [0, 1]
+    assert r.first_wins_label_ == 1 and list(r.classes_) == [0, 1, 2] and list(r.tie_classes_) == [2]
+    # the tie class is the same model under either coding: the columns of model_b, model_a, tie
+    np.testing.assert_allclose(r.predict_proba(X), ref.predict_proba(X)[:, [1, 0, 2]], rtol=1e-9)
     with pytest.raises(ValueError, match="Only binary classification is supported"):
         BradleyTerryRanker().fit(X, code)  # 2 is not a tie label by default
 

@@ -214,10 +214,10 @@ def test_cuda_without_a_gpu_raises_before_any_work(monkeypatch):
 def test_fit_and_predict_run_under_the_thread_rule(monkeypatch):
     from contextlib import contextmanager
 
-    from sklearn_icml.survival import _cox
+    from sklearn_icml.utils import _torch_base
 
     entered = []
-    real = _cox.torch_threads
+    real = _torch_base.torch_threads
 
     @contextmanager
     def recording(*args, **kwargs):
@@ -225,9 +225,18 @@ def test_fit_and_predict_run_under_the_thread_rule(monkeypatch):
         with real(*args, **kwargs) as n:
             yield n
 
-    monkeypatch.setattr(_cox, "torch_threads", recording)
+    monkeypatch.setattr(_torch_base, "torch_threads", recording)
     X, y = _data()
     cox = CoxSurvival().fit(X, y)
     n_fit = len(entered)
     cox.predict(X)
     assert n_fit >= 1 and len(entered) > n_fit
+
+
+def test_class_labels_are_refused_as_event_times():
+    X = np.random.RandomState(0).normal(size=(20, 3))
+    labels = np.tile([0, 1], 10)
+    with pytest.raises(ValueError, match="CoxSurvival: y holds only 0 and 1.*Surv.from_arrays"):
+        CoxSurvival().fit(X, labels)
+    # the same indicators with their times fit
+    CoxSurvival().fit(X, Surv.from_arrays(labels.astype(bool), np.arange(1.0, 21.0)))

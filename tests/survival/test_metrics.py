@@ -73,6 +73,10 @@ def test_target_forms_agree():
         np.testing.assert_array_equal(t, time)
     e, t = check_survival_target(time)
     assert e.all() and np.array_equal(t, time)
+    # times that are all equal to 1 (or 0 and 2) are times: only a 0/1 mix reads as labels
+    for times in (np.ones(3), np.array([0.0, 2.0, 2.0])):
+        e, t = check_survival_target(times)
+        assert e.all() and np.array_equal(t, times)
 
 
 @pytest.mark.parametrize("y, error, match", [
@@ -82,6 +86,8 @@ def test_target_forms_agree():
     (np.array([[1.0, 2.0], [2.0, 1.0]]), ValueError, "only 0 and 1"),
     (np.array([1.0, np.nan]), ValueError, "finite"),
     (np.array([True, False]), TypeError, "pass the times too"),
+    (np.array([0, 1, 1, 0]), ValueError, "only 0 and 1, which read as class labels"),
+    (np.array([1.0, 0.0, 1.0]), ValueError, "only 0 and 1, which read as class labels"),
     (np.zeros(3, dtype=[("a", "<f8"), ("b", "<f8")]), TypeError, "one boolean field"),
     (np.ones((3, 3)), ValueError, "got shape"),
 ])

@@ -35,10 +35,30 @@ def test_resolve_cuda_with_gpu(monkeypatch):
     assert resolve_device("cuda") == torch.device("cuda")
 
 
-@pytest.mark.parametrize("bad", ["gpu", "cuda:0", "", None])
+@pytest.mark.parametrize("bad", ["gpu", "cuda:", "cuda0", "", None])
 def test_resolve_rejects_other_values(bad):
     with pytest.raises(ValueError, match="device must be one of"):
         resolve_device(bad)
+
+
+@pytest.mark.parametrize("device, expected", [("cuda:0", "cuda:0"), ("cuda:1", "cuda:1"), ("cuda", "cuda")])
+def test_resolve_indexed_cuda_devices(monkeypatch, device, expected):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert resolve_device(device) == torch.device(expected)
+    assert resolve_device(torch.device(expected)) == torch.device(expected)
+
+
+@pytest.mark.parametrize("device", ["cuda:0", "cuda:1", torch.device("cuda", 0)])
+def test_resolve_indexed_cuda_without_gpu_is_the_same_clear_error(monkeypatch, device):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match=r"device='cuda:[01]' was requested but torch sees no CUDA device"):
+        resolve_device(device)
+
+
+def test_resolve_rejects_devices_other_than_cpu_and_cuda():
+    with pytest.raises(ValueError, match="CPU or CUDA device"):
+        resolve_device(torch.device("meta"))
 
 
 def test_generator_is_seeded_from_random_state_and_leaves_global_rng_alone():

@@ -5,8 +5,8 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils.validation import check_array
 
-from ..utils._sklearn_private import Interval, validate_params
-from ..utils._torch import as_numpy
+from .._sklearn_private import Interval, validate_params
+from .._torch import as_numpy
 
 __all__ = ["recall_at_k"]
 

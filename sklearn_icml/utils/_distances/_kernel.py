@@ -13,8 +13,8 @@ import numpy as np
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array
 
-from ..utils._sklearn_private import Interval, StrOptions, validate_params
-from ..utils._torch import is_torch_tensor
+from .._sklearn_private import Interval, StrOptions, validate_params
+from .._torch import is_torch_tensor
 
 __all__ = ["mmd2", "sinkhorn_divergence"]
 

@@ -6,8 +6,8 @@ import numpy as np
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array
 
-from ..utils._sklearn_private import Interval, validate_params
-from ..utils._torch import as_numpy
+from .._sklearn_private import Interval, validate_params
+from .._torch import as_numpy
 
 __all__ = ["wasserstein1"]
 
