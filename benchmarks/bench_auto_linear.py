@@ -119,7 +119,8 @@ def _tuned_mlp(S, V, seed):
             "regressor__mlpregressor__hidden_layer_sizes": MLP_SIZES}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # the grid's weakest settings stop at max_iter
-        return GridSearchCV(mlp, grid, cv=_cv(seed), scoring="neg_mean_absolute_error").fit(S, V)
+        return GridSearchCV(mlp, grid, cv=_cv(seed), scoring="neg_mean_absolute_error",
+                            n_jobs=int(os.environ.get("BENCH_CV_JOBS", "1"))).fit(S, V)
 
 
 def _tuned_pls(A, B, seed):
@@ -232,8 +233,10 @@ def one_d(args):
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            os.environ["BENCH_CV_JOBS"] = str(args.cv_jobs)  # read by the workers' grid searches
             done = list(pool.map(_one_seed, args.seeds, [quick] * len(args.seeds), [args.device] * len(args.seeds)))
     else:
+        os.environ["BENCH_CV_JOBS"] = str(args.cv_jobs)
         done = [_one_seed(seed, quick, args.device) for seed in args.seeds]
     for recorded, seed_ratios in done:  # in seed order
         for table, rows in zip((t_mae, t_rmse, t_ssim, t_fwd, t_r2, t_time), recorded):
@@ -435,12 +438,14 @@ def main():
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--jobs", type=int, default=1,
                      help="seeds of the quality tables run in this many processes at once (default 1)")
+    pre.add_argument("--cv-jobs", type=int, default=1,
+                     help="processes of each grid search of the tuned MLP (GridSearchCV's n_jobs, default 1)")
     pre.add_argument("--only", nargs="+", choices=sorted(PARTS), default=None,
                      help="run these parts only (default: cpu and time on the CPU, gpu otherwise); the tables of "
                           "the other parts stay in the results file")
     known, rest = pre.parse_known_args()
     args = bench_args(__doc__, rest)
-    args.jobs = max(1, known.jobs)
+    args.jobs, args.cv_jobs = max(1, known.jobs), max(1, known.cv_jobs)
     only = known.only or (["gpu"] if args.device != "cpu" else ["cpu", "time"])
     path, kept, kept_estimators = _kept_tables(args, only)
     command = "python benchmarks/bench_auto_linear.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
