@@ -80,9 +80,10 @@ INIT_PARAMS = {
     # DySLIM (S4): a small MLP and 40 optimiser steps (the harness's regression checks ask for R^2 > 0.5)
     # mode="regression": the checks' targets are no next states of their X (a 2-D y of another width warns)
     "DySLIMRegressor": dict(hidden_layer_sizes=(16,), max_iter=40, learning_rate=3e-2, mode="regression"),
-    # space bonds (S8): the checks' X has no embeddings whose widths the bond could know; the first column is the
-    # base (a guessed split warns)
-    "SpaceBond": dict(n_base_features=1),
+    # space bonds (S8): the checks' X (two columns or more) has no embeddings whose widths the bond could know; the
+    # first column is the base (a guessed split warns); mixing 0.25, not 0.5, so that one-column unit vectors
+    # of opposite signs do not cancel
+    "SpaceBond": dict(n_base_features=1, mixing=0.25),
     "FreeBind": dict(expert_widths=[1]),
     # the checks' data (random floats or rounded ints as competitor ids) gives comparison graphs where the
     # unpenalized Bradley-Terry MLE does not exist, which the default alpha=0 rightly refuses with a ValueError
