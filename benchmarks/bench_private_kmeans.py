@@ -48,7 +48,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _bench import Table, emit, ensure_venv, kept_tables, merge_kept, timed  # noqa: E402
+from _bench import Table, emit, ensure_venv, kept_tables, merge_kept, results_path, timed  # noqa: E402
 from sklearn.cluster import KMeans  # noqa: E402
 from sklearn.datasets import load_digits, make_blobs  # noqa: E402
 
@@ -215,6 +215,20 @@ def part_of(title):
     return next((part for part, prefix in PART_TITLES if title.startswith(prefix)), None)
 
 
+def note_earlier_run(tables, old_doc):
+    """Each kept table notes the run that measured it: the results file's provenance is the latest run's."""
+    prov = old_doc.get("provenance", {})
+    hw = prov.get("hardware", {})
+    loads = [f"{hw[k][0]:.1f}" for k in ("load_start", "load_end") if hw.get(k)]
+    note = (f"Measured by an earlier run: {prov.get('command')} at commit {str(prov.get('commit'))[:12]}"
+            f"{' with uncommitted changes' if prov.get('dirty') else ''}, started {prov.get('start')}"
+            f"{', load average ' + ' to '.join(loads) if loads else ''}.")
+    for t in tables:
+        if not any(n.startswith(("Measured by an earlier run", "Produced by")) for n in t.get("notes", [])):
+            t.setdefault("notes", []).append(note)
+    return tables
+
+
 def sampler_cost(args):
     """Table 6: fit time with the secure sampler, the seeded exact sampler and the float draws they replace."""
     from _float_noise import float_noise
@@ -266,6 +280,8 @@ def main():
     base_cost = {name: KMeans(k, n_init=10, random_state=0).fit(X).inertia_ for name, (X, k, _) in data.items()}
     # the tables of the parts not run now stay in the results file
     kept, kept_estimators = kept_tables(args, part_of, [p for p in PARTS if p in args.only])
+    if kept:
+        note_earlier_run(kept, json.loads(results_path(args).read_text(encoding="utf-8")))
 
     def save(tables):
         emit(tables, args, estimators=["PrivateKMeans"])

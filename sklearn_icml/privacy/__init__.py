@@ -18,6 +18,11 @@
   the additive counts of :func:`grid_histogram`);
 * :class:`PrivacyLeakWarning`.
 
+Every release adds exact discrete noise (discrete Laplace or Gaussian, drawn from
+uniform integers) on a power-of-two grid, so that its reachable outputs do not
+depend on its input; ``random_state=None`` draws the integers from the
+operating system's cryptographic generator, a seed reproduces them (for tests).
+
 Neighbouring datasets differ by one record added or removed (unbounded DP);
 replacing a record is two such steps, so a release that is ``epsilon``-DP
 here is ``2 epsilon``-DP for replacement. Local randomisers hide a record
