@@ -580,12 +580,16 @@ def _save(args, estimators, figures):
     if path is None:
         return None
     run = args._run
+    provenance = run.provenance(args)
+    # each table names the run that made it, so that a file whose tables come from several runs (a script's
+    # --part, kept by merge_kept) shows the commit of every table
+    tag = {key: provenance[key] for key in ("command", "commit", "dirty", "start")}
     doc = dict(schema=SCHEMA_VERSION, bench=args.bench, quick=bool(args.quick),
                script=_relative(sys.argv[0]) if sys.argv[0] else None,
                description=run.description.splitlines()[0] if run.description else "",
-               provenance=run.provenance(args),
+               provenance=provenance,
                estimators=sorted(set(estimators)), figures=[_relative(f) for f in figures],
-               tables=[t.to_dict() for t in run.tables], merged_runs=[])
+               tables=[dict(t.to_dict(), run=tag) for t in run.tables], merged_runs=[])
     if path.exists():  # rows merged from other hardware stay; a saved run of other hardware moves there
         try:
             old = json.loads(path.read_text(encoding="utf-8"))
@@ -669,7 +673,9 @@ def kept_tables(args, part_of, run):
 def merge_kept(args, kept, estimators, parts, part_of):
     """Add the ``kept`` tables (see :func:`kept_tables`) to the results file just saved, ordered by ``parts``.
 
-    The provenance stays this run's: each table should note the command that made it.
+    The provenance of the file is this run's; each kept table keeps the ``run`` (command, commit, uncommitted
+    changes, start) of the run that made it, which the pages show (a table saved before tables carried it has
+    none, and its page says that its commit is not recorded).
     """
     path = results_path(args)
     if not kept or path is None or not path.exists():

@@ -17,6 +17,10 @@ Tables:
    delta 3e-6 ("pld" is tight, so it adds less noise for the same budget).
 4. Cost: one voting round, 10^5 private points of dimension 384 against 1024 synthetic ones,
    against scikit-learn's brute-force NearestNeighbors. Target: under 2 s and no slower.
+5. Sampler: fit time with the secure sampler (``random_state=None``: uniform integers from
+   ``os.urandom``), the seeded exact sampler and floating-point draws (the earlier path, emulated by
+   ``benchmarks/_float_noise.py``), at the numeric size (2000 x 2) and at the cost size (10^5 x 384,
+   1024 synthetic points, two rounds).
 
     python benchmarks/bench_private_evolution.py --quick
     python benchmarks/bench_private_evolution.py --seeds 5
@@ -342,6 +346,49 @@ def cost_table(args):
     return [table, cpu]
 
 
+def sampler_table(args):
+    """Fit time with the secure sampler, the seeded exact sampler and the float draws they replace."""
+    from _float_noise import float_noise
+
+    n_big = 20_000 if args.quick else 100_000
+    secure, seeded, flt = ("secure sampler (random_state=None)", "exact sampler, seeded (random_state=seed)",
+                           "float draws (earlier path, emulated)")
+    table = Table("Sampler: PrivateEvolution fit time with exact and with float noise", "seconds",
+                  higher_is_better=False)
+    cpu = Table("Sampler: PrivateEvolution fit CPU seconds with exact and with float noise", "CPU seconds",
+                higher_is_better=False)
+    for i, seed in enumerate(args.seeds[:3]):
+        X2, _ = make_blobs(4000, centers=2, cluster_std=1.5, random_state=seed)
+        big = np.random.RandomState(seed).normal(size=(n_big, 384))
+        cases = [("2000 x 2 private, 300 synthetic, T=10", X2[:2000],
+                  dict(n_synthetic=300, n_iterations=10, noise_multiplier=2.31, lookahead=1, bounds=(-15, 15))),
+                 (f"{n_big} x 384 private, 1024 synthetic, T=2", big,
+                  dict(n_synthetic=1024, n_iterations=2, noise_multiplier=2.31, lookahead=1, bounds=(-5, 5)))]
+        for case, X, params in cases:
+            def fit(random_state, X=X, params=params):
+                return PrivateEvolution(random_state=random_state, device=args.device, **params).fit(X)
+
+            def fit_float(random_state):
+                with float_noise():
+                    return fit(random_state)
+
+            if i == 0:
+                fit(seed)  # warm-up (imports, first-call costs), not timed
+            runs = [(secure, fit, None, True), (seeded, fit, seed, True), (flt, fit_float, seed, False)]
+            for name, fn, rs, ours in runs[i % 3:] + runs[:i % 3]:  # the order rotates with the seed
+                wall, cpu_s = _wall_and_cpu(fn, rs)
+                table.add(case, name, wall, ours=ours, seed=seed)
+                cpu.add(case, name, cpu_s, ours=ours, seed=seed)
+    table.note("The same fits with the vote histograms' noise drawn three ways: exact discrete Gaussian noise on a "
+               "power-of-two grid from os.urandom's integers (the default) or from numpy's seeded integers, and "
+               "numpy's floating-point Gaussian draws added to the counts (not private against floating-point "
+               "attacks; emulated by benchmarks/_float_noise.py). One histogram of n_synthetic bins a round. The "
+               "order of the three fits rotates with the seed; one untimed fit first.")
+    cpu.note("CPU seconds (user and system, os.urandom's included) of the same fits, one thread: on a loaded "
+             "machine the wall time above exceeds them by the time the process waited for a core.")
+    return [table, cpu]
+
+
 def parse():
     import argparse
 
@@ -361,8 +408,9 @@ def parse():
     return args
 
 
-PARTS = ("cost", "accounting", "text", "numeric")
-PART_TITLES = (("cost", "Cost:"), ("accounting", "Accounting:"), ("text", "Text:"), ("numeric", "Numeric:"))
+PARTS = ("cost", "sampler", "accounting", "text", "numeric")
+PART_TITLES = (("cost", "Cost:"), ("sampler", "Sampler:"), ("accounting", "Accounting:"), ("text", "Text:"),
+               ("numeric", "Numeric:"))
 
 
 def part_of(title):
@@ -378,7 +426,8 @@ def main():
     kept, kept_estimators = kept_tables(args, part_of, run)
     command = "python benchmarks/bench_private_evolution.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     # AIM runs in the background during the numeric part (after the timed parts, so that it does not slow them)
-    parts = dict(cost=cost_table, accounting=lambda a: [accounting_table(a)], text=text_table,
+    parts = dict(cost=cost_table, sampler=sampler_table, accounting=lambda a: [accounting_table(a)],
+                 text=text_table,
                  numeric=lambda a: numeric_tables(a, start_aim_peer(a)))
     # each part is saved as soon as it is measured (emit adds up), the one waiting for the peer last
     for part in run:

@@ -20,8 +20,14 @@ Tables:
    +-12): the share of seeds whose partition equals scikit-learn's ``KMeans(n_init=10)`` one, and
    the cost over KMeans's. Target at epsilon >= 1e3: every seed, median <= 1.02x.
 5. boosting: ``n_repeats`` 1 (default), 3 and 5 at epsilon=1 on the three datasets of table 1.
+6. the cost of the exact noise samplers (``--only sampler``, not run by default): fit time at the sizes
+   of table 2 (10-D blobs, k=8, epsilon=1; central 10^4 to 10^6 points, local model 10^4 and 10^5)
+   with the secure sampler (``random_state=None``: uniform integers from ``os.urandom``), the seeded
+   exact sampler (``random_state`` given), and floating-point draws (the earlier path, emulated in
+   this process by ``benchmarks/_float_noise.py``).
 
-``--only main,local,limit,boost`` runs a subset of the tables (``main``: tables 1 and 2).
+``--only main,local,limit,boost,sampler`` runs a subset of the tables (``main``: tables 1 and 2); the
+tables of the parts not run stay in the results file.
 
 diffprivlib does not import beside scikit-learn 1.9, so the script builds a virtualenv with
 ``diffprivlib==0.6.6`` and ``scikit-learn==1.6.1`` (default ``/tmp/sklearn-icml-diffprivlib-venv``,
@@ -42,7 +48,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _bench import Table, emit, ensure_venv, timed  # noqa: E402
+from _bench import Table, emit, ensure_venv, kept_tables, merge_kept, results_path, timed  # noqa: E402
 from sklearn.cluster import KMeans  # noqa: E402
 from sklearn.datasets import load_digits, make_blobs  # noqa: E402
 
@@ -112,7 +118,7 @@ def parse():
     own, rest = extra.parse_known_args()
     if "-h" in rest or "--help" in rest:
         print("extra options: --peer-venv PATH (diffprivlib virtualenv), --no-peer (skip diffprivlib), "
-              "--only main,local,limit,boost")
+              "--only main,local,limit,boost,sampler")
     args = bench_args(__doc__, rest)
     args.peer_venv, args.no_peer, args.only = own.peer_venv, own.no_peer, set(own.only.split(","))
     return args
@@ -199,24 +205,108 @@ def boosting(args, data, base_cost):
     return t
 
 
+PARTS = ("main", "local", "boost", "limit", "sampler")
+PART_TITLES = (("main", "k-means cost /"), ("main", "Fit time as n grows"), ("local", "Local model at reported"),
+               ("boost", "Boosting at"), ("limit", "Non-private limit"), ("sampler", "Sampler:"))
+
+
+def part_of(title):
+    """The part of the script that writes the table titled ``title`` (None if unknown)."""
+    return next((part for part, prefix in PART_TITLES if title.startswith(prefix)), None)
+
+
+def note_earlier_run(tables, old_doc):
+    """Each kept table notes the run that measured it: the results file's provenance is the latest run's."""
+    prov = old_doc.get("provenance", {})
+    hw = prov.get("hardware", {})
+    loads = [f"{hw[k][0]:.1f}" for k in ("load_start", "load_end") if hw.get(k)]
+    note = (f"Measured by an earlier run: {prov.get('command')} at commit {str(prov.get('commit'))[:12]}"
+            f"{' with uncommitted changes' if prov.get('dirty') else ''}, started {prov.get('start')}"
+            f"{', load average ' + ' to '.join(loads) if loads else ''}.")
+    for t in tables:
+        if not any(n.startswith(("Measured by an earlier run", "Produced by")) for n in t.get("notes", [])):
+            t.setdefault("notes", []).append(note)
+    return tables
+
+
+def sampler_cost(args):
+    """Table 6: fit time with the secure sampler, the seeded exact sampler and the float draws they replace."""
+    from _float_noise import float_noise
+
+    sizes = [10 ** 4, 10 ** 5] if args.quick else [10 ** 4, 10 ** 5, 10 ** 6]
+    local_sizes = [10 ** 4] if args.quick else [10 ** 4, 10 ** 5]
+    seeds = args.seeds[:3]
+    secure, seeded, flt = ("secure sampler (random_state=None)", "exact sampler, seeded (random_state=seed)",
+                           "float draws (earlier path, emulated)")
+    table = Table("Sampler: PrivateKMeans fit time with exact and with float noise (10-D blobs, k=8, epsilon=1)",
+                  "seconds", higher_is_better=False)
+    cpu = Table("Sampler: PrivateKMeans fit CPU seconds with exact and with float noise (10-D blobs, k=8, "
+                "epsilon=1)", "CPU seconds", higher_is_better=False)
+    cases = [(f"central, n={n:.0e}", n, {}) for n in sizes]
+    cases += [(f"local, n={n:.0e}", n, {"privacy": "local"}) for n in local_sizes]
+    for case, n, params in cases:
+        X, _ = make_blobs(n_samples=n, n_features=10, centers=8, cluster_std=1.0, center_box=(-8, 8), random_state=1)
+
+        def fit(random_state, params=params, X=X):
+            return PrivateKMeans(8, epsilon=1.0, bounds=(-12, 12), random_state=random_state, device=args.device,
+                                 **params).fit(X)
+
+        def fit_float(random_state):
+            with float_noise():
+                return fit(random_state)
+
+        fit(0)  # warm-up (first-call costs), not timed
+        for i, seed in enumerate(seeds):
+            runs = [(secure, fit, None, True), (seeded, fit, seed, True), (flt, fit_float, seed, False)]
+            for name, fn, rs, ours in runs[i % 3:] + runs[:i % 3]:  # the order rotates with the seed
+                wall, cpu_s = time.perf_counter(), time.process_time()
+                fn(rs)
+                table.add(case, name, time.perf_counter() - wall, ours=ours, seed=seed)
+                cpu.add(case, name, time.process_time() - cpu_s, ours=ours, seed=seed)
+    table.note("The same fits with the noise drawn three ways: exact discrete Laplace and Gaussian noise on a "
+               "power-of-two grid from os.urandom's integers (the default) or from numpy's seeded integers, and "
+               "numpy's floating-point Laplace and Gaussian draws added to floats (not private against "
+               "floating-point attacks; emulated by benchmarks/_float_noise.py, same scales and number of draws). "
+               "The local model draws one count noise per record and cluster, so the sampler's cost shows there. "
+               "The order of the three fits rotates with the seed; one untimed fit first.")
+    cpu.note("CPU seconds (user and system, os.urandom's included) of the same fits, one thread: on a loaded "
+             "machine the wall time above exceeds them by the time the process waited for a core.")
+    return [table, cpu]
+
+
 def main():
     args = parse()
     data = datasets()
     base_cost = {name: KMeans(k, n_init=10, random_state=0).fit(X).inertia_ for name, (X, k, _) in data.items()}
+    # the tables of the parts not run now stay in the results file
+    kept, kept_estimators = kept_tables(args, part_of, [p for p in PARTS if p in args.only])
+    if kept:
+        note_earlier_run(kept, json.loads(results_path(args).read_text(encoding="utf-8")))
+
+    def save(tables):
+        emit(tables, args, estimators=["PrivateKMeans"])
+        merge_kept(args, kept, kept_estimators, PARTS, part_of)
+
     if "main" in args.only:  # tables 1 and 2
-        main_tables(args, data, base_cost)
+        main_tables(args, data, base_cost, save)
     extra = []
     if "local" in args.only:
         extra.append(local_before_after(args, data, base_cost))
     if "boost" in args.only:
         extra.append(boosting(args, data, base_cost))
     if extra:
-        emit(extra, args, estimators=["PrivateKMeans"])
+        save(extra)
     if "limit" in args.only:
-        emit(non_private_limit(args), args, estimators=["PrivateKMeans"])
+        save(non_private_limit(args))
+    if "sampler" in args.only:
+        tables = sampler_cost(args)
+        for t in tables:
+            t.note(f"Produced by: python benchmarks/bench_private_kmeans.py {' '.join(sys.argv[1:])} (load average "
+                   f"{os.getloadavg()[0]:.1f} when the table was done).")
+        save(tables)
 
 
-def main_tables(args, data, base_cost):
+def main_tables(args, data, base_cost, save):
     values = {}  # (name, eps, method) -> list over seeds
 
     def record(name, eps, method, centers):
@@ -307,12 +397,12 @@ def main_tables(args, data, base_cost):
     if 10 ** 6 in sizes:
         tt.bar(f"{OURS} fit on 10^6 points in 10-D, seconds (target: under 30 s on 2 cores)",
                tt.mean("n=1e+06", OURS), 30.0, op="<=")
-    emit(tables, args, estimators=["PrivateKMeans"])
+    save(tables)
     print(medians, flush=True)
     if args.output:
         with open(args.output, "a", encoding="utf-8") as f:
             f.write(medians + "\n")
-    emit(tt, args)
+    save(tt)
 
 
 if __name__ == "__main__":

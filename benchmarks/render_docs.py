@@ -111,6 +111,13 @@ def _validate_tables(tables, path, where):
                          "must be a number or null")
         for key in ("notes", "bars", "claims"):
             _require(isinstance(t.get(key, []), list), path, f"{w}.{key}", "must be a list")
+        if "run" in t:
+            tag = t["run"]
+            _require(isinstance(tag, dict) and isinstance(tag.get("command"), str), path, f"{w}.run.command",
+                     "must be a string")
+            _require(tag.get("commit") is None or isinstance(tag.get("commit"), str), path, f"{w}.run.commit",
+                     "must be a string or null")
+            _require(tag.get("dirty") in (True, False, None), path, f"{w}.run.dirty", "must be true, false or null")
         for j, b in enumerate(t.get("bars", [])):
             bw = f"{w}.bars[{j}]"
             _require(isinstance(b, dict) and isinstance(b.get("text"), str), path, f"{bw}.text", "must be a string")
@@ -448,6 +455,9 @@ def render_bench(doc, src, bench_dir=BENCH_DIR, doc_dir=DOC_DIR):
     lines += heading("Run", "-")
     lines += [f"Produced by ``{prov['command']}`` (seeds {', '.join(map(str, prov.get('seeds', []))) or 'n/a'}).",
               "", f"Provenance: {provenance_line(prov)}", ""]
+    if len(table_runs(doc)) > 1:
+        lines += ["The tables come from several runs of the script (its parts); each table names the run that "
+                  "made it, with its commit.", ""]
     for run in runs(doc)[1:]:
         lines += [f"Rows marked {esc(hardware_label(run))} were merged from the run "
                   f"``{run['provenance']['command']}``. Provenance: {provenance_line(run['provenance'])}", ""]
@@ -483,6 +493,8 @@ def render_bench(doc, src, bench_dir=BENCH_DIR, doc_dir=DOC_DIR):
         lines += [f"{esc(t['metric'])}, {direction}"
                   + ("" if t.get("verdicts", True) else "; not a race: no verdicts")
                   + f". Cost of this table: {esc(cost)}.", ""]
+        if len(table_runs(doc)) > 1:
+            lines += [f"Run of this table: {table_run_text(t)}.", ""]
         rows = []
         for run, tt, trows in parts:
             seeds = {(r["case"], r["method"]): _seeds(r["values"]) for r in tt["rows"]}
@@ -614,6 +626,21 @@ def _summary_counts(doc):
     return verdicts, met, missed, claims
 
 
+def table_runs(doc):
+    """The distinct runs of the main run's tables: (command, commit, dirty) per table, None for a table saved
+    before tables named their run."""
+    return {None if "run" not in t else (t["run"]["command"], t["run"].get("commit"), t["run"].get("dirty"))
+            for t in doc["tables"]}
+
+
+def table_run_text(t):
+    """Which run made a table, for a file whose tables come from several runs."""
+    if "run" not in t:
+        return "kept from a run saved before tables recorded their commit (its command is in the notes)"
+    tag = t["run"]
+    return f"``{tag['command']}``, {esc(commit_text(tag))}" + (f", {tag['start'][:10]}" if tag.get("start") else "")
+
+
 def commit_text(prov):
     """The commit of a run as a reader needs it: the hash, and whether the tree had uncommitted changes."""
     if not prov.get("commit"):
@@ -621,6 +648,23 @@ def commit_text(prov):
     if prov.get("dirty"):
         return f"commit {prov['commit'][:10]}, run from a working tree with uncommitted changes"
     return f"commit {prov['commit'][:10]}"
+
+
+def _kept_text(doc):
+    """For the summary: how many tables come from other runs than the file's provenance."""
+    prov = doc["provenance"]
+    own = (prov["command"], prov.get("commit"), prov.get("dirty"))
+    tags = [None if "run" not in t else (t["run"]["command"], t["run"].get("commit"), t["run"].get("dirty"))
+            for t in doc["tables"]]
+    if len(set(tags)) < 2:
+        return ""
+    other = sum(tag != own for tag in tags)
+    unknown = sum(tag is None for tag in tags)
+    dirty = sum(tag is not None and tag[2] is not False for tag in tags if tag != own)
+    text = f"; {other} of {len(tags)} tables from other runs"
+    details = [f"{unknown} with no commit recorded"] if unknown else []
+    details += [f"{dirty} with uncommitted changes"] if dirty else []
+    return text + (f" ({', '.join(details)})" if details else "") + ", each named on the page"
 
 
 def render_summary(docs, benches, titles, hand_written, pending=()):
@@ -659,7 +703,7 @@ def render_summary(docs, benches, titles, hand_written, pending=()):
         hardware = "; ".join(esc(hardware_label(run)) for run in runs(doc))
         run_rows.append([f":doc:`{bench} <benchmarks/{bench}>`", ", ".join(map(str, prov.get("seeds", []))) or "n/a",
                          hardware, f"{_minutes(prov['wall_seconds'])} wall, {_minutes(prov['cpu_seconds'])} CPU",
-                         f"{prov['start'][:10]}, {esc(commit_text(prov))}"])
+                         f"{prov['start'][:10]}, {esc(commit_text(prov))}" + _kept_text(doc)])
     lines += list_table(["benchmark", "wins / ties / losses / unpaired", "targets met / missed",
                          "claims reproduced / partly / not"], results, widths=[46, 20, 14, 20])
     waiting = [b for b in benches if b not in docs and b not in pending]
@@ -830,6 +874,17 @@ def unreproducible(saved):
             elif prov.get("dirty") is not False:
                 out.append((name, where, f"run from a working tree with uncommitted changes to commit "
                                          f"{prov['commit'][:10]}"))
+        if doc.get("schema", 1) >= 2:  # tables kept from other runs by a script's parts
+            for i, t in enumerate(doc["tables"]):
+                tag = t.get("run")
+                if tag is None or (tag["command"], tag.get("commit"), tag.get("dirty")) == (
+                        doc["provenance"]["command"], doc["provenance"].get("commit"), doc["provenance"].get("dirty")):
+                    continue
+                if not tag.get("commit"):
+                    out.append((name, f"tables[{i}]", "run outside a git checkout (no commit recorded)"))
+                elif tag.get("dirty") is not False:
+                    out.append((name, f"tables[{i}]", f"run from a working tree with uncommitted changes to commit "
+                                                      f"{tag['commit'][:10]}"))
     return out
 
 

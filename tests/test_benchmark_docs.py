@@ -618,3 +618,45 @@ def test_a_changed_result_changes_the_start_page(tmp_path, capsys):
     (results / "private_kmeans.json").write_text(json.dumps(data))
     with pytest.raises(render.ResultsError, match=r"methods.toml: S3, figure 'dpl'"):
         render.render_all(results, BENCH_DIR, DOC_DIR)
+
+
+def test_tables_kept_from_other_runs_name_their_run_and_commit(tmp_path, capsys):
+    """A script's parts: the second run rewrites one table and keeps the other; each table names its run."""
+    results, doc = tmp_path / "results", tmp_path / "doc"
+    (doc / "benchmarks").mkdir(parents=True)
+    part_of = {"Fit time, n=2*10^4": "race", "Quality": "quality"}.get
+    argv = ["--results-dir", str(results), "--doc-dir", str(doc)]
+
+    def second_run(git):
+        with mock.patch.object(bench, "git_state", return_value=git):
+            args = bench.bench_args("Fixture benchmark.", ["--results-dir", str(results), "--seeds", "3"],
+                                    name="fixture")
+        kept, estimators = bench.kept_tables(args, part_of, ["quality"])
+        quality = bench.Table("Quality", "ARI", higher_is_better=True)
+        for s in args.seeds:
+            quality.add("blobs", "FixtureEstimator", 0.95 - 0.01 * s, ours=True, seed=s)
+            quality.add("blobs", "peer", 0.8 - 0.01 * s, seed=s)
+        with open(os.devnull, "w") as devnull:
+            bench.emit([quality], args, file=devnull, estimators=["FixtureEstimator"])
+        bench.merge_kept(args, kept, estimators, ["race", "quality"], part_of)
+
+    _fixture_run(results, git=("a" * 40, True))  # the first run: from a tree with uncommitted changes
+    second_run(("b" * 40, False))  # the second: clean, keeps the first run's race table
+    saved = json.loads((results / "fixture.json").read_text())
+    assert [t["title"] for t in saved["tables"]] == ["Fit time, n=2*10^4", "Quality"]
+    assert saved["tables"][0]["run"]["commit"] == "a" * 40 and saved["tables"][0]["run"]["dirty"] is True
+    assert saved["tables"][1]["run"]["commit"] == "b" * 40 and saved["provenance"]["commit"] == "b" * 40
+    capsys.readouterr()
+    assert render.main(argv) == 1 and render.main(["--check"] + argv) == 1
+    assert ("fixture.json: tables[0]: run from a working tree with uncommitted changes to commit aaaaaaaaaa"
+            in capsys.readouterr().err)
+    page = (doc / "benchmarks" / "fixture.rst").read_text()
+    assert page.count("Run of this table: ") == 2
+    assert "commit aaaaaaaaaa, run from a working tree with uncommitted changes" in page
+    assert "commit bbbbbbbbbb" in page
+    summary = (doc / "benchmarks.rst").read_text()
+    assert "1 of 2 tables from other runs (1 with uncommitted changes)" in summary
+    # once the race table is re-run from a clean commit too, the file is published
+    _fixture_run(results, git=("c" * 40, False))
+    assert render.main(argv) == 0 and render.main(["--check"] + argv) == 0
+    assert "Run of this table" not in (doc / "benchmarks" / "fixture.rst").read_text()

@@ -16,6 +16,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
 from ..privacy import (
+    ESTIMATOR_EPSILON,
     ContinualQuadtreeHistogram,
     PrivacyLeakWarning,
     gaussian_noise_scale,
@@ -27,6 +28,7 @@ from ..privacy import (
     private_quadtree_histogram,
     split_budget,
 )
+from ..privacy._discrete import add_noise, exponential_choice, grid_laplace, noise_random_state, secret_seed
 from ..privacy._sums import release_group_totals
 from ..utils._dask import is_dask_collection
 from ..utils._random import SEED_MAX
@@ -218,7 +220,8 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         Number of centres.
     epsilon : float, default=1.0
         Privacy budget of one fit (or of one whole :meth:`partial_fit`
-        stream), finite and positive. ``epsilon_spent_`` never exceeds it.
+        stream), in ``[1e-3, 1e6]`` (the range of every private estimator
+        of the collection). ``epsilon_spent_`` never exceeds it.
     delta : float, default=1e-6
         Delta allowed for Gaussian noise on the lifted cluster sums. A fit
         uses Gaussian noise only where it is more accurate than Laplace noise
@@ -477,7 +480,7 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
 
     _parameter_constraints: dict = {
         "n_clusters": [Interval(Integral, 1, None, closed="left")],
-        "epsilon": [Interval(Real, 0, np.inf, closed="neither")],
+        "epsilon": ESTIMATOR_EPSILON,
         "delta": [Interval(Real, 0, 1, closed="left")],
         "bounds": [tuple, list, np.ndarray, StrOptions({"data"}), None],
         "bounds_share": [Interval(Real, 0, 1, closed="neither")],
@@ -640,7 +643,7 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
             dtype = X.dtype
             X = np.asarray(X, dtype=np.float64)
         split = self._split()
-        rng = check_random_state(self.random_state)
+        rng = noise_random_state(self.random_state)  # None: cryptographic noise
         self._check_repeats()
         if is_dask_collection(X):
             self.bounds_, box_ledger = self._resolve_bounds(records.d, records.grid_histogram,
@@ -693,18 +696,18 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         the utility ``-cost`` is monotone and choosing run ``i`` with
         probability proportional to ``exp(-epsilon * cost_i / Delta)`` is
         ``epsilon``-DP (McSherry and Talwar, 2007; Dwork and Roth, 2014,
-        Section 3.4).
+        Section 3.4). The choice is sampled exactly, on costs floored to a
+        grid of ``2**-30 Delta`` (which adds one grid step to ``Delta``):
+        ``privacy._discrete.exponential_choice``.
         """
         lower, upper = self.bounds_
         diam2 = float(np.sum((upper - lower) ** 2))
         if isinstance(records, np.ndarray):  # clipped records in memory
             records = _Records(records, self.bounds_, self.privacy, None, "cpu")
         costs = records.costs(candidates)
-        logits = -epsilon * (costs - costs.min()) / diam2
-        p = np.exp(logits - logits.max())
-        chosen = int(rng.choice(len(candidates), p=p / p.sum()))
+        chosen, sensitivity = exponential_choice(costs, diam2, epsilon, rng)
         entry = ledger_entry(f"choice among {len(candidates)} repeats (exponential mechanism on the k-means cost)",
-                             "exponential", sensitivity=diam2, scale=diam2 / epsilon, epsilon=epsilon)
+                             "exponential", sensitivity=sensitivity, scale=sensitivity / epsilon, epsilon=epsilon)
         return chosen, entry
 
     def _finish(self, records, dtype=np.float64):
@@ -737,9 +740,10 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         return float(delta) if gauss_var < laplace_var else 0.0
 
     def _noisy_size(self, n, epsilon, rng):
-        scale = 1.0 / epsilon
-        entry = ledger_entry("dataset size", "laplace", sensitivity=1.0, scale=scale, epsilon=epsilon)
-        return max(1.0, n + rng.laplace(0.0, scale)), entry
+        noise = grid_laplace(1.0, epsilon, n_rounded=1, integer=True)
+        entry = ledger_entry("dataset size", "laplace", sensitivity=noise.sensitivity, scale=noise.scale,
+                             epsilon=epsilon)
+        return max(1.0, float(add_noise(float(n), noise, rng))), entry
 
     def _fit_greedy(self, records, epsilon, delta, split, rng):
         n, d = records.n, records.d
@@ -945,7 +949,7 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
 
     def _start_stream(self, n, d, histogram, data_range):
         split = self._split()
-        rng = check_random_state(self.random_state)
+        rng = noise_random_state(self.random_state)  # None: cryptographic noise
         self.bounds_, ledger = self._resolve_bounds(d, histogram, data_range, rng)
         box_spent = [e["epsilon"] for e in ledger]
         tree_share = split[0] + split[1]
@@ -962,11 +966,12 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         self.projection_ = geometry.projection
         L = self._levels(n_hat, self.n_components_, self.epsilon)
         self.n_levels_ = L
-        seed = int(rng.randint(0, 2 ** 63, dtype=np.int64))
+        seed = secret_seed(rng)  # the secret of the stream's counter-based noise
         self._step_seed = int(rng.randint(SEED_MAX // 2))  # room to add the step count
         stream = ContinualQuadtreeHistogram(
             self.n_components_, L, self.max_steps, eps_tree, seed, sums=True, sum_epsilon=eps_sum,
-            sum_delta=self.delta, sum_sensitivity=geometry.radius, sum_l1_sensitivity=float(geometry.half.sum()))
+            sum_delta=self.delta, sum_sensitivity=geometry.radius, sum_l1_sensitivity=float(geometry.half.sum()),
+            n_values=len(geometry.half))
         self.privacy_ledger_ = ledger + stream.ledger
         self._geometry = geometry
         self._stream = stream

@@ -38,13 +38,12 @@ import math
 from functools import partial
 
 import numpy as np
-from sklearn.utils import check_array, check_random_state
+from sklearn.utils import check_array
 
-from ..privacy import QuadtreeHistogram, grid_histogram, ledger_entry
+from ..privacy import QuadtreeHistogram, grid_histogram
 from ..privacy._cells import check_geometry, pack_keys, unit_cells
 from ..privacy._continual import merge_step_tables
-from ..privacy._quadtree import grow_tree, to_unit
-from ..privacy._sensitivity import tree_level_sensitivity
+from ..privacy._quadtree import grow_tree, noisy_tree_counts, to_unit, tree_count_ledger
 from ..privacy._sums import release_group_totals
 from ..privacy._validation import check_box
 from ..utils._dask import aligned_blocks, n_columns, reduce_blocks, sum_combine
@@ -185,18 +184,16 @@ class _DaskRecords:
         n_dims = geometry.projection.shape[1]
         check_geometry(n_dims, n_levels)
         lower, upper = check_box((-geometry.cube, geometry.cube), n_dims, caller=self.name)
-        scale = tree_level_sensitivity() * n_levels / epsilon
+        ledger = [tree_count_ledger(n_levels, epsilon)]
 
         def count_fn(level, cells, keys):
             exact = self._reduce(_cell_counts, geometry=geometry, unit_box=(lower, upper), n_levels=n_levels,
                                  level=level, keys=keys)
-            return exact + rng.laplace(0.0, scale, size=len(keys))
+            return noisy_tree_counts(exact, n_levels, epsilon, rng)
 
         levels, cells, counts, heavy = grow_tree(count_fn, n_levels, n_dims, threshold)
-        ledger = [ledger_entry("tree counts (one level per release)", "laplace", sensitivity=tree_level_sensitivity(),
-                               scale=n_levels / epsilon, count=n_levels, epsilon=epsilon)]
         return QuadtreeHistogram(levels, cells, counts, heavy, n_levels, threshold, lower, upper,
-                                 math.sqrt(2.0) * scale, ledger=ledger)
+                                 math.sqrt(2.0) * ledger[0]["scale"], ledger=ledger)
 
     def group_sums(self, geometry, centers, n_groups, bounds, rng, *, epsilon_count, epsilon_sum, delta):
         lower, upper = bounds
@@ -206,7 +203,7 @@ class _DaskRecords:
         sums = pieces_to_sums(pieces, exponents)
         counts, sums, ledger = release_group_totals(
             counts, sums, self.n, (upper - lower) / 2.0, epsilon_count=epsilon_count, epsilon_sum=epsilon_sum,
-            delta=delta, model="central", rng=check_random_state(rng))
+            delta=delta, model="central", rng=rng)
         return counts, sums, (lower + upper) / 2.0, ledger
 
     def costs(self, candidates):

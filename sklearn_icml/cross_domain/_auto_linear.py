@@ -106,7 +106,7 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
         ``early_stopping``.
     tol : float, default=1e-4
         Masked autoencoders' minimal improvement of the validation loss.
-    device : {"cpu", "auto", "cuda"}, default="cpu"
+    device : {"cpu", "auto", "cuda"}, "cuda:<index>" or torch.device, default="cpu"
         Where the masked autoencoders train and encode; the bridges are
         closed-form on the CPU.
     random_state : int, RandomState instance or None, default=None

@@ -108,7 +108,7 @@ class MaskedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Torch
         ``early_stopping``).
     tol : float, default=1e-4
         Minimal decrease of the validation loss counted as an improvement.
-    device : {"cpu", "auto", "cuda"}, default="cpu"
+    device : {"cpu", "auto", "cuda"}, "cuda:<index>" or torch.device, default="cpu"
         Where training and encoding run.
     random_state : int, RandomState instance or None, default=None
         Seeds the initial weights, the batch order and the masks.

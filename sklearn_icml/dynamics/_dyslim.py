@@ -249,7 +249,7 @@ class DySLIMRegressor(RegressorMixin, TorchEstimatorMixin, BaseEstimator):
         as regression with a warning (say ``mode="regression"``).
     grad_clip : float or None, default=1.0
         Clip the global gradient norm before each step.
-    device : {"cpu", "auto", "cuda"}, default="cpu"
+    device : {"cpu", "auto", "cuda"}, "cuda:<index>" or torch.device, default="cpu"
         Where training and rollouts run.
     random_state : int, RandomState instance or None, default=None
         Seeds the initial weights, the mini-batches and push-forward draws.

@@ -297,7 +297,7 @@ _COMMON_PARAMETERS = """
         ``max_iter`` to always run ``max_iter`` epochs.
     tol : float, default=1e-4
         Minimal decrease of the monitored loss counted as an improvement.
-    device : {{"cpu", "auto", "cuda"}}, default="cpu"
+    device : {{"cpu", "auto", "cuda"}}, "cuda:<index>" or torch.device, default="cpu"
         Where training runs (``"auto"``: CUDA when available). Prediction
         uses CUDA too when asked for and available, else the CPU.
     random_state : int, RandomState instance or None, default=None

@@ -142,7 +142,8 @@ class PrivateEvolutionText(PrivateEvolution):
     n_iterations : int, default=11
         Rounds (one private histogram each).
     epsilon : float, default=1.0
-        Privacy budget; ignored when ``noise_multiplier`` is given.
+        Privacy budget, in ``[1e-3, 1e6]``; with ``noise_multiplier`` given,
+        it only sets the share of the private label set.
     delta : float, default=1e-6
         Privacy parameter delta.
     noise_multiplier : float, default=None
@@ -181,7 +182,7 @@ class PrivateEvolutionText(PrivateEvolution):
         releases it privately (see :class:`PrivateEvolution`).
     classes_share : float, default=0.1
         Share of ``epsilon`` and ``delta`` spent on the private label set.
-    device : {"cpu", "auto", "cuda"}, default="cpu"
+    device : {"cpu", "auto", "cuda"}, "cuda:<index>" or torch.device, default="cpu"
         Where the nearest-neighbour votes are computed.
     random_state : int, RandomState instance or None, default=None
         Seed.

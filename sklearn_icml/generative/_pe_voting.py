@@ -16,6 +16,8 @@ intra-op thread count in force, see ``utils._torch.torch_threads``).
 
 import numpy as np
 
+from ..privacy._discrete import add_noise, gaussian_on_grid
+
 __all__ = ["NearestVoter", "nearest_votes", "noisy_histogram"]
 
 # private rows per distance block: on the CPU an 8 MB float32 block at 1024 synthetic points, so the add and the
@@ -133,7 +135,12 @@ def nearest_votes(private, synthetic, device="cpu"):
 
 
 def noisy_histogram(votes, n_bins, *, noise_std, threshold, rng):
-    """Vote counts plus Gaussian noise, minus the threshold, clipped at 0.
+    """Vote counts plus discrete Gaussian noise, minus the threshold, clipped at 0.
+
+    The noise is exact discrete Gaussian noise on a power-of-two grid of
+    step at most 1 (``privacy._discrete``), so the integer counts lie on it;
+    its standard deviation is ``noise_std`` rounded up to a multiple of the
+    step (a relative ``2**-13`` at most).
 
     Parameters
     ----------
@@ -146,7 +153,7 @@ def noisy_histogram(votes, n_bins, *, noise_std, threshold, rng):
     threshold : float
         Subtracted from every noisy count before clipping.
     rng : numpy.random.RandomState
-        Source of the noise.
+        Source of the noise (see ``privacy._discrete.noise_random_state``).
 
     Returns
     -------
@@ -156,5 +163,6 @@ def noisy_histogram(votes, n_bins, *, noise_std, threshold, rng):
         The differentially private, thresholded counts.
     """
     counts = np.bincount(votes, minlength=n_bins).astype(np.float64)
-    released = np.maximum(counts + rng.normal(0.0, noise_std, size=n_bins) - threshold, 0.0)
+    noise = gaussian_on_grid(noise_std)
+    released = np.maximum(add_noise(counts, noise, rng) - threshold, 0.0)
     return counts, released

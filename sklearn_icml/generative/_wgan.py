@@ -85,7 +85,7 @@ class LeftInvertibleWGAN(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Torc
     standardize : bool, default=True
         Train on standardised features (the outputs are in X's units either
         way).
-    device : {"cpu", "auto", "cuda"}, default="cpu"
+    device : {"cpu", "auto", "cuda"}, "cuda:<index>" or torch.device, default="cpu"
         Where to train.
     random_state : int, RandomState instance or None, default=None
         Seeds the weights, the batches, the latent draws and the bound's

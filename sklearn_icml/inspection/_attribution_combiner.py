@@ -138,7 +138,7 @@ default="auto"
         ``"auto"`` takes the first available, in that order.
     batch_size : int, default=4096
         Rows per model call.
-    device : {"cpu", "auto", "cuda"}, default="cpu"
+    device : {"cpu", "auto", "cuda"}, "cuda:<index>" or torch.device, default="cpu"
         Where a torch module runs. Resolved at the start of ``fit`` for
         every kind of model: ``"cuda"`` without a GPU raises a
         ``ValueError`` there, before any work; ``"auto"`` records its choice

@@ -255,7 +255,7 @@ _DOCS = {
 default="auto"
         For a scikit-learn estimator, the method giving the explained output;
         ``"auto"`` takes the first the estimator has, in that order.
-    device : {"cpu", "auto", "cuda"}, default="cpu"
+    device : {"cpu", "auto", "cuda"}, "cuda:<index>" or torch.device, default="cpu"
         Where a torch module runs; ignored for black-box models.
     batch_size : int, default=4096
         Rows per model call.

@@ -64,7 +64,7 @@ class InContextNGram(NextTokenPredictorMixin, TorchEstimatorMixin, BaseEstimator
     vocab_size : int, default=None
         Number of token ids; by default one more than the largest id seen in
         ``fit`` (at least ``separator + 1``).
-    device : {"cpu", "auto", "cuda"}, default="cpu"
+    device : {"cpu", "auto", "cuda"}, "cuda:<index>" or torch.device, default="cpu"
         Where the learned smoother trains and predicts.
     random_state : int, RandomState instance or None, default=None
         Seeds the learned smoother.

@@ -72,7 +72,7 @@ class NGramTransformerLM(NextTokenPredictorMixin, TorchEstimatorMixin, BaseEstim
     vocab_size : int, default=None
         Number of token ids; by default one more than the largest id seen in
         ``fit`` (at least ``separator + 1``).
-    device : {"cpu", "auto", "cuda"}, default="cpu"
+    device : {"cpu", "auto", "cuda"}, "cuda:<index>" or torch.device, default="cpu"
         Where the Transformer trains and predicts.
     random_state : int, RandomState instance or None, default=None
         Seeds the initial weights and the batch order.

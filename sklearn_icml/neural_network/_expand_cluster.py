@@ -128,7 +128,7 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
         Rows per mini-batch; None means the full batch (then one step is one
         epoch). With mini-batches the step counts become
         ``ceil(steps / batches per epoch)`` epochs.
-    device : {"cpu", "auto", "cuda"}, default="cpu"
+    device : {"cpu", "auto", "cuda"}, "cuda:<index>" or torch.device, default="cpu"
         Where the students, fine-tunes and polish run; the clustering is
         scipy on the CPU.
     random_state : int, RandomState instance or None, default=None

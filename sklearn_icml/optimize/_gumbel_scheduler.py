@@ -102,7 +102,7 @@ class GumbelScheduler(StageSchedulerMixin, TorchEstimatorMixin, BaseEstimator):
     time_limit : float, default=None
         Wall-clock budget in seconds (checked every epoch and inside the
         polish); ``None``: run ``max_iter`` epochs, reproducibly.
-    device : {"cpu", "auto", "cuda"}, default="cpu"
+    device : {"cpu", "auto", "cuda"}, "cuda:<index>" or torch.device, default="cpu"
         Where the gradient step runs; resolved at the start of ``fit``.
     random_state : int, RandomState instance or None, default=None
         Seeds the Gumbel noise.

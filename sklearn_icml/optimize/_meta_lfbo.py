@@ -190,7 +190,7 @@ class MetaLFBOClassifier(ClassifierMixin, TorchEstimatorMixin, BaseEstimator):
         What :meth:`predict_proba` returns: the probit-approximated
         posterior-mean probability, or the probability under one posterior
         draw of ``z`` made in :meth:`fit`.
-    device : {"cpu", "auto", "cuda"}, default="cpu"
+    device : {"cpu", "auto", "cuda"}, "cuda:<index>" or torch.device, default="cpu"
         Where meta-training runs. Adaptation and prediction are small numpy
         computations.
     dtype : {"float64", "float32"}, default="float64"

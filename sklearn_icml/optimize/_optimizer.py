@@ -416,7 +416,7 @@ class MetaBayesianOptimizer(TorchEstimatorMixin, _LikelihoodFreeBase):
         optimiser's. A classifier already meta-trained (by
         :meth:`MetaLFBOClassifier.meta_fit` on tasks scaled to the unit cube)
         is reused as it is when :meth:`fit` gets no earlier tasks.
-    device : {"cpu", "auto", "cuda"}, default="cpu"
+    device : {"cpu", "auto", "cuda"}, "cuda:<index>" or torch.device, default="cpu"
         Where meta-training runs; forwarded to the classifier. ``"cuda"``
         without a GPU raises in :meth:`fit` (and :meth:`minimize`) before any
         work.

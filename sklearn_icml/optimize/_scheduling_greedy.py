@@ -77,6 +77,10 @@ def greedy_split(problem, order="level"):
     return stages
 
 
+#: Noisy retries per round of the constrained placement when the nearest-stage rule meets a full stage.
+_GREEDY_RETRIES = 32
+
+
 def greedy_schedule(problem, order="level", name="GreedyStageScheduler"):
     """The greedy split, with each node moved to the allowed stage nearest its chunk when constraints bind.
 
@@ -84,7 +88,10 @@ def greedy_schedule(problem, order="level", name="GreedyStageScheduler"):
     the nodes are placed in topological order, each at the stage nearest
     (earlier on ties) to its chunk of the split among the stages its parents'
     lags, its descendants' lags, the stage capacity and the rows leave
-    (the constrained sampler without noise).
+    (the constrained sampler without noise). When that meets a node with no
+    allowed stage (capacity and rows are checked forward only), the placement
+    is retried with seeded Gumbel noise of growing scale on the same scores,
+    keeping the best legal result.
 
     Parameters
     ----------
@@ -116,10 +123,20 @@ def greedy_schedule(problem, order="level", name="GreedyStageScheduler"):
     stages_pos, _, complete = sampler.sample(scores[None].astype(np.float64))
     schedule = np.empty(problem.n_nodes, dtype=np.int64)
     schedule[sampler.order] = stages_pos[0]
-    if not complete[0] or not problem.is_feasible(schedule):
-        raise ValueError(f"{name}: the greedy placement found no legal schedule under the stage capacity / rows "
-                         "A_ub (it may not exist; CPSATScheduler decides).")
-    return schedule
+    if complete[0] and problem.is_feasible(schedule):
+        return schedule
+    # the nearest-stage rule met a node with no room left: retry with seeded noise on the same scores, widening
+    rng = np.random.RandomState(0)
+    for spread in (0.5, 1.0, 2.0, 4.0):
+        noisy = scores[None] + spread * rng.gumbel(size=(_GREEDY_RETRIES,) + scores.shape)
+        stages_pos, _, complete = sampler.sample(noisy)
+        schedules = np.empty((len(noisy), problem.n_nodes), dtype=np.int64)
+        schedules[:, sampler.order] = stages_pos
+        values = np.where(complete, problem.objective(schedules), np.inf)
+        if np.isfinite(values.min()):
+            return schedules[int(np.argmin(values))]
+    raise ValueError(f"{name}: the greedy placement found no legal schedule under the stage capacity / rows "
+                     "A_ub (it may not exist; CPSATScheduler decides).")
 
 
 class GreedyStageScheduler(StageSchedulerMixin, BaseEstimator):

@@ -219,7 +219,7 @@ class MetaBayesSearchCV(TorchEstimatorMixin, BaseSearchCV):
         optimiser's meta-training epochs too.
     pre_dispatch : int or str, default="2*n_jobs"
         As in :class:`~sklearn.model_selection.GridSearchCV`.
-    device : {"cpu", "auto", "cuda"}, default="cpu"
+    device : {"cpu", "auto", "cuda"}, "cuda:<index>" or torch.device, default="cpu"
         Where the optimiser's meta-training runs; forwarded to an optimiser
         with a ``device`` parameter (and by it to its classifier). ``"cuda"``
         without a GPU raises in :meth:`fit` before any work.

@@ -22,10 +22,10 @@ from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
-from sklearn.utils import check_random_state
 
 from ..utils._sklearn_private import Interval, validate_params
 from ._accounting import ledger_entry, split_budget
+from ._discrete import noise_random_state
 from ._mechanisms import geometric_mechanism
 from ._validation import EPSILON, check_finite
 
@@ -221,7 +221,7 @@ def private_bounds(X, epsilon, *, failure_probability=1e-3, max_rows_per_user=1,
         def counts_of(radius):
             return grid_histogram(data, radius)
 
-    rng = check_random_state(random_state)
+    rng = noise_random_state(random_state)  # None: cryptographic noise
     m = int(max_rows_per_user)
     eps1, eps2 = split_budget(float(epsilon), [1.0, 1.0])
     beta = float(failure_probability) / 2.0

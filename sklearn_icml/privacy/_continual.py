@@ -15,8 +15,9 @@ import numpy as np
 from ..utils._sklearn_private import Interval, validate_params
 from ._accounting import ledger_entry
 from ._cells import check_geometry, level_counts, lookup, pack_keys, unit_cells
-from ._hashing import hashed_laplace, hashed_normal
-from ._mechanisms import gaussian_noise_scale
+from ._discrete import CounterDraws, add_noise, grid_laplace
+from ._hashing import hashed_bits
+from ._mechanisms import grid_gaussian
 from ._quadtree import QuadtreeHistogram, grow_tree
 from ._sensitivity import continual_count_sensitivity, continual_sum_sensitivity
 from ._validation import DELTA, EPSILON, POSITIVE, check_finite
@@ -57,9 +58,16 @@ class ContinualQuadtreeHistogram:
     Laplace noise (L1 sensitivity ``sum_l1_sensitivity * n_levels * H``) when
     ``sum_delta`` is 0 or None.
 
-    The noise of each (cell, interval) is a deterministic function of a
-    secret 64-bit seed (counter-based), so it exists for every cell without
-    being stored, and a cell read twice gets the same noise.
+    The noise of each (cell, interval) is exact discrete noise on a
+    power-of-two grid (as :func:`laplace_mechanism`'s), drawn from a
+    counter-based stream of uniform integers under a secret 64-bit seed, so
+    it exists for every cell without being stored, and a cell read twice
+    gets the same noise. The sums' sensitivities include their rounding to
+    the grid (one step for each of the ``n_levels * H * n_values`` sums a
+    record enters). The seed is the secret: draw it from a cryptographic
+    source (``secrets.randbits(63)``) for a release, from a ``random_state``
+    for reproducible tests; the counter-based mixer (SplitMix64's finaliser)
+    is fast, not cryptographic.
 
     Parameters
     ----------
@@ -83,6 +91,10 @@ class ContinualQuadtreeHistogram:
         Largest Euclidean norm of one record's value (Gaussian sums).
     sum_l1_sensitivity : float, default=None
         Largest L1 norm of one record's value (Laplace sums).
+    n_values : int, default=1
+        Number of columns of the records' values (sums), which sets the
+        rounding slack of the sums on their grid; :meth:`add_step` refuses
+        wider values.
 
     Attributes
     ----------
@@ -125,11 +137,11 @@ class ContinualQuadtreeHistogram:
          "max_steps": [Interval(Integral, 1, 1 << 40, closed="both")], "epsilon": EPSILON,
          "seed": [Interval(Integral, None, None, closed="neither")], "sums": ["boolean"],
          "sum_epsilon": EPSILON + [None], "sum_delta": DELTA + [None], "sum_sensitivity": POSITIVE + [None],
-         "sum_l1_sensitivity": POSITIVE + [None]},
+         "sum_l1_sensitivity": POSITIVE + [None], "n_values": [Interval(Integral, 1, None, closed="left")]},
         prefer_skip_nested_validation=True,
     )
     def __init__(self, n_dims, n_levels, max_steps, epsilon, seed, *, sums=False, sum_epsilon=None,
-                 sum_delta=None, sum_sensitivity=None, sum_l1_sensitivity=None):
+                 sum_delta=None, sum_sensitivity=None, sum_l1_sensitivity=None, n_values=1):
         caller = type(self).__name__
         check_geometry(n_dims, n_levels)
         self.n_dims = int(n_dims)
@@ -138,13 +150,23 @@ class ContinualQuadtreeHistogram:
         self.epsilon = float(epsilon)
         self.seed = np.uint64(int(seed) % (1 << 64))
         self.height = self.max_steps.bit_length()  # floor(log2 T) + 1 intervals per step
-        self.count_sensitivity = continual_count_sensitivity(self.n_levels, self.max_steps)
-        self.count_scale = self.count_sensitivity / self.epsilon
+        self.n_values = int(n_values)
+        count_sensitivity = continual_count_sensitivity(self.n_levels, self.max_steps)
+        # a record enters (n_levels + 1) * H counts, integers: no rounding slack while the grid step is at most 1
+        self._count_noise = grid_laplace(count_sensitivity, self.epsilon, n_rounded=int(count_sensitivity),
+                                         integer=True)
+        self.count_sensitivity = self._count_noise.sensitivity
+        self.count_scale = self._count_noise.scale
+        self._sum_noise = None
+        n_sums = self.n_levels * self.height * self.n_values  # the sums one record enters over the stream
         self.keep_sums = bool(sums)
         self.sum_scale = None
         self.sum_mechanism = None
         self.sum_sensitivity = None
         self.sum_delta = 0.0
+        # the declared per-record bounds of the values, which add_step enforces by clipping
+        self._value_l2 = None if sum_sensitivity is None else float(sum_sensitivity)
+        self._value_l1 = None if sum_l1_sensitivity is None else float(sum_l1_sensitivity)
         ledger = [ledger_entry("tree counts (binary-tree mechanism over the stream)", "laplace",
                                sensitivity=self.count_sensitivity, scale=self.count_scale, epsilon=self.epsilon)]
         if self.keep_sums:
@@ -155,15 +177,17 @@ class ContinualQuadtreeHistogram:
                     raise ValueError(f"{caller}: Gaussian sums (sum_delta > 0) need sum_sensitivity.")
                 self.sum_mechanism = "gaussian"
                 self.sum_delta = float(sum_delta)
-                self.sum_sensitivity = continual_sum_sensitivity(sum_sensitivity, 2, self.n_levels, self.max_steps)
-                self.sum_scale = gaussian_noise_scale(sum_epsilon, sum_delta, self.sum_sensitivity)
+                self._sum_noise = grid_gaussian(
+                    continual_sum_sensitivity(sum_sensitivity, 2, self.n_levels, self.max_steps), sum_epsilon,
+                    sum_delta, n_rounded=n_sums)
             else:
                 if sum_l1_sensitivity is None:
                     raise ValueError(f"{caller}: Laplace sums (sum_delta 0 or None) need sum_l1_sensitivity.")
                 self.sum_mechanism = "laplace"
-                self.sum_sensitivity = continual_sum_sensitivity(sum_l1_sensitivity, 1, self.n_levels,
-                                                                 self.max_steps)
-                self.sum_scale = self.sum_sensitivity / sum_epsilon
+                self._sum_noise = grid_laplace(
+                    continual_sum_sensitivity(sum_l1_sensitivity, 1, self.n_levels, self.max_steps), sum_epsilon,
+                    n_rounded=n_sums)
+            self.sum_sensitivity, self.sum_scale = self._sum_noise.sensitivity, self._sum_noise.scale
             ledger.append(ledger_entry("cell sums (binary-tree mechanism over the stream)", self.sum_mechanism,
                                        sensitivity=self.sum_sensitivity, scale=self.sum_scale,
                                        epsilon=sum_epsilon, delta=self.sum_delta))
@@ -179,8 +203,12 @@ class ContinualQuadtreeHistogram:
         U : array-like of shape (n_records, n_dims)
             Records in the unit cube (clipped).
         values : array-like of shape (n_records, n_values), default=None
-            Per-record vectors summed per cell at every level (norms at most
-            ``sum_sensitivity``; the caller clips).
+            Per-record vectors summed per cell at every level. Each is clipped
+            to the declared bounds before it is summed: scaled down to
+            Euclidean norm ``sum_sensitivity`` and to L1 norm
+            ``sum_l1_sensitivity`` (those declared), so a record beyond them
+            is released as a record on them and the guarantee does not
+            depend on the caller.
 
         Returns
         -------
@@ -197,6 +225,10 @@ class ContinualQuadtreeHistogram:
             values = check_finite(values, "values", caller=caller, ndim=2)
             if len(values) != len(U):
                 raise ValueError(f"{caller}: values must have one row per record; got {len(values)} for {len(U)}.")
+            if values.shape[1] > self.n_values:
+                raise ValueError(f"{caller}: values must have at most n_values={self.n_values} columns; got "
+                                 f"{values.shape[1]}.")
+            values = clip_rows(values, self._value_l2, self._value_l1)
         else:
             values = None
         per_level, sums = step_tables(U, self.n_levels, values)
@@ -215,7 +247,11 @@ class ContinualQuadtreeHistogram:
         per_level : list of (keys, counts)
             Levels 0 to ``n_levels``: sorted packed cell keys and exact counts.
         sums : list of (keys, sums) or None
-            Levels 1 to ``n_levels`` (index 0 is None): exact per-cell sums.
+            Levels 1 to ``n_levels`` (index 0 is None): exact per-cell sums
+            of values within the declared bounds (see :meth:`add_step`, which
+            clips). Tables that no such values can give (a cell's sum beyond
+            its count times the declared bound) are refused with a
+            ``ValueError``.
 
         Returns
         -------
@@ -224,10 +260,29 @@ class ContinualQuadtreeHistogram:
         """
         if self.n_steps >= self.max_steps:
             raise ValueError(f"the stream's budget covers max_steps={self.max_steps} steps; all were used.")
+        if self.keep_sums and sums is not None:
+            self._check_sum_tables(per_level, sums)
         self._steps.append((per_level, sums if self.keep_sums else None))
         self.n_steps += 1
         return self
 
+    def _check_sum_tables(self, per_level, sums):
+        """Refuse per-cell sums beyond ``count * bound`` in a declared norm: no clipped records give them."""
+        bounds = [(2, self._value_l2), (1, self._value_l1)]
+        for level in range(1, min(len(sums), len(per_level))):
+            if sums[level] is None:
+                continue
+            keys, cell_sums = sums[level]
+            counts = lookup(per_level[level][0], per_level[level][1], np.asarray(keys, dtype=np.int64))
+            for order, bound in bounds:
+                if bound is None or not len(keys):
+                    continue
+                norms = np.linalg.norm(np.asarray(cell_sums, dtype=np.float64), ord=order, axis=1)
+                if np.any(norms > counts * bound * (1 + 1e-9)):
+                    raise ValueError(
+                        f"{type(self).__name__}.add_step_tables: a cell's sum at level {level} exceeds its count "
+                        f"times the declared per-record bound {bound!r} (L{order}); clip the values first "
+                        "(add_step does).")
 
     def _node_total(self, node, getter, keys, width):
         height, index = node
@@ -259,8 +314,9 @@ class ContinualQuadtreeHistogram:
         keys = np.asarray(keys, dtype=np.int64)
         out = np.zeros(len(keys))
         for node in dyadic_prefix(self.n_steps):
-            out += self._node_total(node, lambda s: s[0][level], keys, ())
-            out += hashed_laplace(self.count_scale, self.seed, 1, level, node[0], node[1], keys)
+            exact = self._node_total(node, lambda s: s[0][level], keys, ())
+            draws = CounterDraws(hashed_bits(self.seed, 1, level, node[0], node[1], keys))
+            out += add_noise(exact, self._count_noise, draws)
         return out
 
     def sums(self, level, keys):
@@ -283,9 +339,9 @@ class ContinualQuadtreeHistogram:
         out = np.zeros((len(keys), width))
         cols = np.arange(width, dtype=np.int64)[None, :]
         for node in dyadic_prefix(self.n_steps):
-            out += self._node_total(node, lambda s: None if s[1] is None else s[1][level], keys, (width,))
-            noise = hashed_normal if self.sum_mechanism == "gaussian" else hashed_laplace
-            out += noise(self.sum_scale, self.seed, 2, level, node[0], node[1], keys[:, None], cols)
+            exact = self._node_total(node, lambda s: None if s[1] is None else s[1][level], keys, (width,))
+            draws = CounterDraws(hashed_bits(self.seed, 2, level, node[0], node[1], keys[:, None], cols))
+            out += add_noise(exact, self._sum_noise, draws)
         return out
 
     def prefix_noise_std(self):
@@ -322,6 +378,17 @@ class ContinualQuadtreeHistogram:
                                                  self.n_dims, threshold)
         return QuadtreeHistogram(levels, cells, counts, heavy, self.n_levels, threshold, lower, upper,
                                  self.prefix_noise_std(), ledger=self.ledger)
+
+
+def clip_rows(values, l2=None, l1=None):
+    """Rows of ``values`` scaled down (never up) to Euclidean norm ``l2`` and L1 norm ``l1`` (those given)."""
+    values = np.array(values, dtype=np.float64)
+    for order, bound in ((2, l2), (1, l1)):
+        if bound is not None and len(values):
+            norms = np.linalg.norm(values, ord=order, axis=1)
+            over = norms > bound
+            values[over] *= (bound / norms[over])[:, None]
+    return values
 
 
 def step_tables(U, n_levels, values=None):

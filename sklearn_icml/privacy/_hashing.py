@@ -1,14 +1,15 @@
 """Keyed 64-bit hashing, identical in numpy and torch, and counter-based noise.
 
 Local hashing reports hash cell keys with per-record seeds (the same bits on
-the CPU and a GPU); the continual-observation histogram derives the noise of
-every (cell, interval) from a secret seed, so it exists for every cell
-without being stored. The mixer is SplitMix64's finaliser.
+the CPU and a GPU); the continual-observation histogram derives the uniform
+integers behind the noise of every (cell, interval) from a secret seed
+(:func:`hashed_bits`, read by ``_discrete.CounterDraws``), so the noise exists
+for every cell without being stored. The mixer is SplitMix64's finaliser.
 """
 
 import numpy as np
 
-__all__ = ["hash_np", "hash_torch", "hashed_laplace", "hashed_normal"]
+__all__ = ["hash_np", "hash_torch", "hashed_bits"]
 
 _M1 = 0xBF58476D1CE4E5B9
 _M2 = 0x94D049BB133111EB
@@ -78,16 +79,3 @@ def _bits_to_open_unit(h):
 def _uniform01(seed, *parts):
     """Counter-based uniforms in the open interval (0, 1): one per broadcast combination of the int64 ``parts``."""
     return _bits_to_open_unit(hashed_bits(seed, *parts))
-
-
-def hashed_laplace(scale, seed, *parts):
-    """Laplace noise of ``scale``, one draw per broadcast combination of ``parts`` under ``seed``."""
-    u = _uniform01(seed, *parts) - 0.5
-    return -scale * np.sign(u) * np.log1p(-2.0 * np.abs(u))
-
-
-def hashed_normal(sigma, seed, *parts):
-    """Gaussian noise of ``sigma`` (Box-Muller), one draw per broadcast combination of ``parts``."""
-    u1 = _uniform01(seed, *parts, 1)
-    u2 = _uniform01(seed, *parts, 2)
-    return sigma * np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)

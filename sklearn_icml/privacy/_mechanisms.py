@@ -1,11 +1,17 @@
 """Additive-noise mechanisms: Laplace, two-sided geometric and (analytic) Gaussian.
 
-All draws come from a :class:`numpy.random.RandomState` built by
-``check_random_state(random_state)``; nothing global is seeded. The noise
-scale of each mechanism is the textbook one:
+The noise is exact discrete noise on a power-of-two grid (module
+``_discrete``): a float input is rounded to the grid and integer noise
+drawn by exact rejection samplers is added, so the outputs a release can
+reach do not depend on its input (floating-point noise would leak it).
+``random_state=None`` draws the uniform integers from the operating system's
+cryptographic generator; an int or a ``RandomState`` draws them from numpy,
+reproducibly: reproducible noise is for testing. The noise scale of each
+mechanism is the textbook one:
 
 * Laplace: scale ``b = sensitivity / epsilon`` (L1 sensitivity), pure
-  ``epsilon``-DP;
+  ``epsilon``-DP, on a grid of ``2**30`` to ``2**31`` steps per ``b`` (the
+  rounding to the grid adds one step per coordinate to the sensitivity);
 * geometric: ``P(k) proportional to exp(-epsilon |k| / sensitivity)`` on the
   integers, pure ``epsilon``-DP for integer-valued queries;
 * Gaussian: the smallest ``sigma`` that makes the mechanism
@@ -16,14 +22,27 @@ scale of each mechanism is the textbook one:
   only for ``epsilon < 1`` and is looser).
 """
 
+import math
+from fractions import Fraction
 from numbers import Real
 
 import numpy as np
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr
-from sklearn.utils import check_random_state
 
 from ..utils._sklearn_private import Interval, validate_params
+from ._discrete import (
+    DELTA_MARGIN,
+    GridNoise,
+    add_noise,
+    discrete_laplace,
+    float_at_least,
+    gaussian_grid_step,
+    grid_laplace,
+    noise_random_state,
+    ratio_at_least,
+    rounding_slack,
+)
 from ._validation import DELTA_POSITIVE, EPSILON, POSITIVE, check_finite, check_noise_scale
 
 __all__ = [
@@ -59,13 +78,18 @@ def laplace_mechanism(value, *, sensitivity, epsilon, random_state=None):
     epsilon : float
         Privacy budget of the release.
     random_state : int, RandomState instance or None, default=None
-        Source of the noise.
+        Source of the noise: None draws it from the operating system's
+        cryptographic generator; an int or a ``RandomState`` reproduces it
+        (for testing: the noise of a known seed protects nothing).
 
     Returns
     -------
     noisy : float or ndarray
-        ``value`` plus independent Laplace noise, same shape; the release is
-        ``epsilon``-differentially private.
+        ``value`` rounded to a power-of-two grid ``g`` (about ``2**-30`` of
+        the scale ``sensitivity / epsilon``) plus independent discrete
+        Laplace noise on that grid, same shape: every entry is a multiple of
+        ``g``. The scale covers the rounding (``sensitivity`` plus ``g`` per
+        entry), so the release is ``epsilon``-differentially private.
 
     Examples
     --------
@@ -74,11 +98,11 @@ def laplace_mechanism(value, *, sensitivity, epsilon, random_state=None):
     >>> noisy.shape
     (2,)
     """
-    scale = check_noise_scale(sensitivity / epsilon, caller="laplace_mechanism", sensitivity=sensitivity,
-                              epsilon=epsilon)
+    check_noise_scale(sensitivity / epsilon, caller="laplace_mechanism", sensitivity=sensitivity,
+                      epsilon=epsilon)
     value = check_finite(value, "value", caller="laplace_mechanism")
-    rng = check_random_state(random_state)
-    noisy = value + rng.laplace(0.0, scale, size=value.shape)
+    noise = grid_laplace(sensitivity, epsilon, n_rounded=max(1, value.size))
+    noisy = add_noise(value, noise, noise_random_state(random_state))
     return noisy if noisy.ndim else float(noisy)
 
 
@@ -93,7 +117,9 @@ def geometric_mechanism(value, *, sensitivity=1, epsilon, random_state=None):
     The noise ``k`` has probability proportional to
     ``exp(-epsilon * |k| / sensitivity)``: the discrete analogue of the
     Laplace mechanism (Ghosh, Roughgarden and Sundararajan, 2012), so the
-    released counts stay integers.
+    released counts stay integers. It is drawn exactly (Canonne, Kamath and
+    Steinke, 2020) from uniform integers, with ``sensitivity / epsilon``
+    rounded up to a ratio of integers below ``2**62`` where it is not one.
 
     Parameters
     ----------
@@ -105,7 +131,9 @@ def geometric_mechanism(value, *, sensitivity=1, epsilon, random_state=None):
     epsilon : float
         Privacy budget of the release.
     random_state : int, RandomState instance or None, default=None
-        Source of the noise.
+        Source of the noise: None draws it from the operating system's
+        cryptographic generator; an int or a ``RandomState`` reproduces it
+        (for testing).
 
     Returns
     -------
@@ -124,9 +152,9 @@ def geometric_mechanism(value, *, sensitivity=1, epsilon, random_state=None):
     if value.size and np.max(np.abs(value)) > _MAX_COUNT:
         raise ValueError(f"geometric_mechanism: value must be counts within +-2**62 (int64 range); got "
                          f"{np.max(np.abs(value)):g}.")
-    rng = check_random_state(random_state)
-    p = -np.expm1(-epsilon / sensitivity)  # success probability 1 - exp(-eps / sensitivity)
-    noise = rng.geometric(p, size=value.shape) - rng.geometric(p, size=value.shape)
+    check_noise_scale(sensitivity / epsilon, caller="geometric_mechanism", sensitivity=sensitivity, epsilon=epsilon)
+    t, s = ratio_at_least(Fraction(sensitivity) / Fraction(epsilon), caller="geometric_mechanism")
+    noise = discrete_laplace(t, s, value.size, noise_random_state(random_state)).reshape(value.shape)
     noisy = value.astype(np.int64) + noise
     return noisy if noisy.ndim else int(noisy)
 
@@ -246,13 +274,19 @@ def gaussian_mechanism(value, *, sensitivity, epsilon, delta, random_state=None)
     delta : float
         Privacy parameter delta, in (0, 1).
     random_state : int, RandomState instance or None, default=None
-        Source of the noise.
+        Source of the noise: None draws it from the operating system's
+        cryptographic generator; an int or a ``RandomState`` reproduces it
+        (for testing).
 
     Returns
     -------
     noisy : float or ndarray
-        ``value`` plus independent Gaussian noise of standard deviation
-        :func:`gaussian_noise_scale` ``(epsilon, delta, sensitivity)``.
+        ``value`` rounded to a power-of-two grid ``g`` plus independent
+        discrete Gaussian noise on it, of standard deviation the analytic
+        :func:`gaussian_noise_scale` for the sensitivity on the grid
+        (``sensitivity + sqrt(size) * g``) at ``delta * (1 - 2**-7)``, rounded
+        up to a multiple of ``g`` (at least ``2**13`` steps): every entry is
+        a multiple of ``g``.
 
     Examples
     --------
@@ -262,7 +296,43 @@ def gaussian_mechanism(value, *, sensitivity, epsilon, delta, random_state=None)
     (3,)
     """
     value = check_finite(value, "value", caller="gaussian_mechanism")
-    rng = check_random_state(random_state)
-    sigma = gaussian_noise_scale(epsilon, delta, sensitivity)
-    noisy = value + rng.normal(0.0, sigma, size=value.shape)
+    gaussian_noise_scale(epsilon, delta, sensitivity)  # refuses a scale float64 cannot carry
+    noise = grid_gaussian(sensitivity, epsilon, delta, n_rounded=max(1, value.size))
+    noisy = add_noise(value, noise, noise_random_state(random_state))
     return noisy if noisy.ndim else float(noisy)
+
+
+def grid_gaussian(sensitivity, epsilon, delta, *, n_rounded, integer=False):
+    """Discrete Gaussian noise that makes a release of L2 ``sensitivity`` ``(epsilon, delta)``-DP on its grid.
+
+    ``sigma`` is the analytic Gaussian one (Balle and Wang, 2018) for the
+    sensitivity on the grid at ``delta * (1 - 2**-7)`` (the margin covers the
+    discretisation of the tails at ``2**13`` or more grid steps per
+    standard deviation), rounded up to a multiple of the grid step. The grid
+    step is a power of two at most ``2**-13 sigma``; for a float query also
+    at most ``2**-20 sensitivity`` (so the rounding slack, ``sqrt(n_rounded)``
+    steps, stays small), for an integer one at most 1 (no slack).
+
+    Parameters
+    ----------
+    sensitivity : float
+        L2 sensitivity of the exact query.
+    epsilon, delta : float
+        Budget.
+    n_rounded : int
+        Most coordinates one record changes (each gains up to one grid step
+        when rounded to the grid).
+    integer : bool, default=False
+        Whether the query is integer-valued (no rounding slack while the
+        grid step is at most 1).
+
+    Returns
+    -------
+    GridNoise
+    """
+    delta_cal = delta * (1.0 - DELTA_MARGIN)
+    grid = gaussian_grid_step(gaussian_noise_scale(epsilon, delta_cal, sensitivity),
+                              None if integer else sensitivity)
+    sens = float_at_least(Fraction(sensitivity) + rounding_slack(grid, n_rounded, integer, 2))
+    sigma = gaussian_noise_scale(epsilon, delta_cal, sens)
+    return GridNoise("gaussian", grid, math.ceil(sigma / grid) * grid, sens)

@@ -6,8 +6,9 @@ grown top-down: at each level, every child of a *heavy* parent (noisy count at
 least ``threshold``) gets a noisy count, and the heavy ones among them are
 expanded in turn. The root is always heavy.
 
-* ``"central"``: the curator adds Laplace noise of scale ``n_levels /
-  epsilon`` to every count it releases. A record changes one count per level
+* ``"central"``: the curator adds discrete Laplace noise of scale
+  ``n_levels / epsilon`` (exact, on a power-of-two grid finer than 1: module
+  ``_discrete``) to every count it releases. A record changes one count per level
   by one (records added or removed; :func:`~._sensitivity.tree_level_sensitivity`),
   so each level's release is ``epsilon / n_levels``-DP and the tree is
   ``epsilon``-DP (pure). Cells not released reveal nothing beyond their
@@ -24,17 +25,18 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.utils import check_random_state
 
 from ..utils._sklearn_private import Interval, StrOptions, validate_params
 from ..utils._torch import DEVICE_CONSTRAINT
 from ._accounting import ledger_entry
 from ._cells import MAX_CANDIDATES, check_geometry, children_offsets, level_counts, lookup, pack_keys, unit_cells
+from ._discrete import add_noise, grid_laplace, noise_random_state
 from ._local_hashing import local_count_fn
 from ._sensitivity import tree_level_sensitivity
 from ._validation import EPSILON, check_box, check_finite
 
-__all__ = ["QuadtreeHistogram", "central_count_fn", "grow_tree", "private_quadtree_histogram"]
+__all__ = ["QuadtreeHistogram", "central_count_fn", "grow_tree", "noisy_tree_counts", "private_quadtree_histogram",
+           "tree_count_ledger", "tree_count_noise"]
 
 
 class QuadtreeHistogram:
@@ -272,7 +274,10 @@ def private_quadtree_histogram(X, *, bounds, n_levels, epsilon, threshold, model
     model : {"central", "local"}, default="central"
         Privacy model.
     random_state : int, RandomState instance or None, default=None
-        Source of the noise (central) or of the users' randomisation (local).
+        Source of the noise (central) or of the users' randomisation (local):
+        None draws the central noise from the operating system's
+        cryptographic generator; an int or a ``RandomState`` reproduces it
+        (for testing).
     device : {"cpu", "auto", "cuda"}, default="cpu"
         Where the counting (central) or the ``O(n_samples * n_cells)``
         estimation from local reports runs; the noise is drawn on the CPU
@@ -301,15 +306,13 @@ def private_quadtree_histogram(X, *, bounds, n_levels, epsilon, threshold, model
     check_geometry(d, n_levels)
     lower, upper = check_box(bounds, d, caller="private_quadtree_histogram")
     Q = unit_cells(to_unit(X, lower, upper), n_levels)
-    rng = check_random_state(random_state)
+    rng = noise_random_state(random_state)
     dev = None if device == "cpu" else resolve_device(device)
     if dev is not None and dev.type == "cpu":
         dev = None
     if model == "central":
         counts_fn, std = central_count_fn(Q, n_levels, epsilon, rng, device=dev)
-        ledger = [ledger_entry("tree counts (one level per release)", "laplace",
-                               sensitivity=tree_level_sensitivity(), scale=n_levels / epsilon, count=n_levels,
-                               epsilon=epsilon)]
+        ledger = [tree_count_ledger(n_levels, epsilon)]
     else:
         counts_fn, std = local_count_fn(Q, n_levels, epsilon, rng, device=dev)
         ledger = [ledger_entry("tree reports (optimised local hashing, per record)", "local_hashing",
@@ -323,13 +326,36 @@ def to_unit(X, lower, upper):
     return np.clip((X - lower) / (upper - lower), 0.0, 1.0)
 
 
+def tree_count_noise(n_levels, epsilon):
+    """The noise of every released tree count: discrete Laplace of scale ``n_levels / epsilon`` on a grid.
+
+    A record changes one count per level by one (integers, on the grid while
+    its step is at most 1), so the L1 sensitivity of all the levels' releases
+    together is ``n_levels`` and the whole tree is ``epsilon``-DP.
+    """
+    return grid_laplace(tree_level_sensitivity() * n_levels, epsilon, n_rounded=n_levels, integer=True)
+
+
+def tree_count_ledger(n_levels, epsilon):
+    """The ledger entry of the tree counts (one level per release)."""
+    noise = tree_count_noise(n_levels, epsilon)
+    return ledger_entry("tree counts (one level per release)", "laplace",
+                        sensitivity=noise.sensitivity / n_levels, scale=noise.scale, count=n_levels,
+                        epsilon=epsilon)
+
+
+def noisy_tree_counts(exact, n_levels, epsilon, rng):
+    """``exact`` counts of candidate cells released with :func:`tree_count_noise` drawn from ``rng``."""
+    return add_noise(exact, tree_count_noise(n_levels, epsilon), rng)
+
+
 def central_count_fn(Q, n_levels, epsilon, rng, device=None):
-    """Laplace-noised counts of candidate cells; returns ``(count_fn, noise_std)``."""
+    """Noisy counts of candidate cells (:func:`noisy_tree_counts`); returns ``(count_fn, noise_std)``."""
     per_level = level_counts(Q, n_levels, device)
-    scale = tree_level_sensitivity() * n_levels / epsilon
+    scale = tree_count_noise(n_levels, epsilon).scale
 
     def count_fn(level, cells, keys):
         uniq, counts = per_level[level - 1]
-        return lookup(uniq, counts, keys) + rng.laplace(0.0, scale, size=len(keys))
+        return noisy_tree_counts(lookup(uniq, counts, keys), n_levels, epsilon, rng)
 
     return count_fn, math.sqrt(2.0) * scale

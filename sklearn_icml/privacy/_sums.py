@@ -3,11 +3,18 @@
 from numbers import Integral
 
 import numpy as np
-from sklearn.utils import check_random_state
 
 from ..utils._sklearn_private import Interval, StrOptions, validate_params
 from ._accounting import ledger_entry
-from ._mechanisms import gaussian_noise_scale
+from ._discrete import (
+    add_noise,
+    gaussian_on_grid,
+    grid_index,
+    grid_laplace,
+    grid_noise_integers,
+    noise_random_state,
+)
+from ._mechanisms import grid_gaussian
 from ._sensitivity import box_sum_sensitivity, group_count_sensitivity
 from ._validation import DELTA, EPSILON, check_box, check_finite
 
@@ -35,6 +42,12 @@ def noisy_group_sums(X, groups, n_groups, *, bounds, epsilon_count, epsilon_sum,
       Gaussian mechanism to the L2 sensitivity ``||h||_2`` (``h`` the
       half-widths of the box); with ``delta == 0``, Laplace noise of scale
       ``||h||_1 / epsilon_sum`` per coordinate (pure DP).
+
+    All noise is exact discrete noise on a power-of-two grid (see
+    :func:`laplace_mechanism`): every released count and sum is a multiple
+    of its grid step, and the sums' sensitivities include the rounding to
+    that grid (one step per coordinate, a relative ``2**-30`` for Laplace and
+    ``2**-13`` for Gaussian noise), which the ledger reports.
 
     In the local model every record randomises its own contribution (one-hot
     group indicator and the indicator times ``x - c``) before sending it, so
@@ -64,7 +77,9 @@ def noisy_group_sums(X, groups, n_groups, *, bounds, epsilon_count, epsilon_sum,
     model : {"central", "local"}, default="central"
         Who adds the noise: the curator, or every record itself.
     random_state : int, RandomState instance or None, default=None
-        Source of the noise.
+        Source of the noise: None draws it from the operating system's
+        cryptographic generator; an int or a ``RandomState`` reproduces it
+        (for testing).
 
     Returns
     -------
@@ -103,7 +118,7 @@ def noisy_group_sums(X, groups, n_groups, *, bounds, epsilon_count, epsilon_sum,
     lower, upper = check_box(bounds, d, caller=caller)
     center = (lower + upper) / 2.0
     half = (upper - lower) / 2.0
-    rng = check_random_state(random_state)
+    rng = noise_random_state(random_state)
     Z = np.clip(X, lower, upper) - center
     groups = groups.astype(np.int64)
     counts = np.bincount(groups, minlength=n_groups).astype(np.float64)
@@ -118,37 +133,44 @@ def release_group_totals(counts, sums, n, half, *, epsilon_count, epsilon_sum, d
     """The noise of :func:`noisy_group_sums` on exact totals (counts, sums of ``x - c``) of ``n`` records.
 
     Split out so that totals reduced elsewhere (blocks of a Dask collection)
-    are released by the same mechanism, with the same draws from ``rng``.
+    are released by the same mechanism, with the same draws from ``rng``
+    (a ``RandomState``; see :func:`~._discrete.noise_random_state`).
     """
     n_groups, d = sums.shape
-    count_sens = group_count_sensitivity(model)
-    count_scale = count_sens / epsilon_count
+    local = model != "central"
+    # central: a record changes one count and one group's d sums; local: a record's message is replaced, so
+    # two counts and two groups' sums change
+    count_noise = grid_laplace(group_count_sensitivity(model), epsilon_count, n_rounded=2 if local else 1,
+                               integer=True)
     use_gauss = delta > 0
     if use_gauss:
-        sum_sens = box_sum_sensitivity(half, 2, model)
-        sum_scale = gaussian_noise_scale(epsilon_sum, delta, sum_sens)
+        sum_noise = grid_gaussian(box_sum_sensitivity(half, 2, model), epsilon_sum, delta,
+                                  n_rounded=2 * d if local else d)
     else:
-        sum_sens = box_sum_sensitivity(half, 1, model)
-        sum_scale = sum_sens / epsilon_sum
+        sum_noise = grid_laplace(box_sum_sensitivity(half, 1, model), epsilon_sum, n_rounded=2 * d if local else d)
+    count_sens, count_scale = count_noise.sensitivity, count_noise.scale
+    sum_sens, sum_scale = sum_noise.sensitivity, sum_noise.scale
 
-    if model == "central":
-        counts = counts + rng.laplace(0.0, count_scale, size=n_groups)
-        if use_gauss:
-            sums = sums + rng.normal(0.0, sum_scale, size=sums.shape)
-        else:
-            sums = sums + rng.laplace(0.0, sum_scale, size=sums.shape)
+    if not local:
+        counts = add_noise(counts, count_noise, rng)
+        sums = add_noise(sums, sum_noise, rng)
     else:
-        # every record perturbs its own (n_groups,) indicator and (n_groups, d) block; sum in chunks
+        # every record adds grid noise to its own (n_groups,) indicator and (n_groups, d) block; the totals of
+        # the integer noise are summed in chunks, then added to the totals on the grid
         chunk = max(1, (1 << 21) // max(1, n_groups * (d + 1)))
+        count_z = np.zeros(n_groups, dtype=np.int64)
         for start in range(0, n, chunk):
             m = min(chunk, n - start)
-            counts = counts + rng.laplace(0.0, count_scale, size=(m, n_groups)).sum(0)
-        if use_gauss:  # a sum of n Gaussians is Gaussian: draw the total directly
-            sums = sums + rng.normal(0.0, sum_scale * np.sqrt(n), size=sums.shape)
+            count_z += grid_noise_integers(count_noise, m * n_groups, rng).reshape(m, n_groups).sum(0)
+        counts = (grid_index(counts, count_noise.grid) + count_z) * count_noise.grid
+        if use_gauss:  # the total of n records' Gaussian noise: one discrete Gaussian of sigma sqrt(n), drawn directly
+            sums = add_noise(sums, gaussian_on_grid(sum_scale * np.sqrt(max(n, 1))), rng)
         else:
+            sum_z = np.zeros((n_groups, d), dtype=np.int64)
             for start in range(0, n, chunk):
                 m = min(chunk, n - start)
-                sums = sums + rng.laplace(0.0, sum_scale, size=(m, n_groups, d)).sum(0)
+                sum_z += grid_noise_integers(sum_noise, m * n_groups * d, rng).reshape(m, n_groups, d).sum(0)
+            sums = (grid_index(sums, sum_noise.grid) + sum_z) * sum_noise.grid
 
     kind = "gaussian" if use_gauss else "laplace"
     label = "" if model == "central" else " (local, per record)"

@@ -185,7 +185,7 @@ def train_adaptive(model, resize, scheduler, batches, *, target_loss, loss_fn, e
         to the next shape; None disables the guard.
     min_gain : float, default=0.01
         Relative improvement the stall guard asks for.
-    device : {"cpu", "auto", "cuda"}, default="cpu"
+    device : {"cpu", "auto", "cuda"}, "cuda:<index>" or torch.device, default="cpu"
         Where to train.
     random_state : int, RandomState instance or None, default=None
         Seeds the mini-batch order.

@@ -98,7 +98,7 @@ class CoxSurvival(SurvivalMixin, TorchEstimatorMixin, BaseEstimator):
         Share of the samples held out when ``early_stopping``.
     n_iter_no_change : int, default=10
         Adam only: epochs without an improvement of ``tol`` tolerated.
-    device : {"cpu", "auto", "cuda"}, default="cpu"
+    device : {"cpu", "auto", "cuda"}, "cuda:<index>" or torch.device, default="cpu"
         Where the optimisation runs. Prediction is numpy.
     random_state : int, RandomState instance or None, default=None
         Seeds the initial weights of the MLP (the linear model starts at zero)

@@ -98,7 +98,7 @@ class PrototypeEncoder(TransformerMixin, TorchEstimatorMixin, BaseEstimator):
     batch_size : int, default=64
         Bags per EM batch (bags of similar size are batched together; memory
         grows with ``batch_size`` times the largest bag of the batch).
-    device : {"cpu", "auto", "cuda"}, default="cpu"
+    device : {"cpu", "auto", "cuda"}, "cuda:<index>" or torch.device, default="cpu"
         Where the EM runs. K-means runs on the CPU (scikit-learn).
     random_state : int, RandomState instance or None, default=None
         Seeds the instance sub-sample and K-means.

@@ -96,7 +96,7 @@ class PrototypeSurvival(SurvivalMixin, TorchEstimatorMixin, BaseEstimator):
         ``max_iter`` to always run ``max_iter`` epochs.
     tol : float, default=1e-4
         Minimal decrease of the monitored loss counted as an improvement.
-    device : {"cpu", "auto", "cuda"}, default="cpu"
+    device : {"cpu", "auto", "cuda"}, "cuda:<index>" or torch.device, default="cpu"
         Where training and prediction run.
     random_state : int, RandomState instance or None, default=None
         Seeds the initial weights, the batch order and the dropout masks.

@@ -200,9 +200,10 @@ def test_utility_digits_no_worse_than_diffprivlib():
 
 
 def test_check_clustering_data_at_large_epsilon():
-    # the common check_clustering (ARI > 0.4 on 50 points) is an expected failure at epsilon=1;
-    # with budget the same data is clustered correctly
-    check_clustering("PrivateKMeans", PrivateKMeans(3, epsilon=10.0, bounds=(-10, 10)))
+    # the common check_clustering (ARI > 0.4 on 50 points) is a coin toss at epsilon=1; with budget the same data is
+    # clustered correctly, whatever the seed
+    for seed in range(3):
+        check_clustering("PrivateKMeans", PrivateKMeans(3, epsilon=10.0, bounds=(-10, 10), random_state=seed))
 
 
 def test_utility_improves_with_epsilon():

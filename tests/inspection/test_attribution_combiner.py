@@ -6,7 +6,7 @@ import pytest
 from sklearn.base import clone
 from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression, Ridge
-from sklearn.model_selection import GridSearchCV
+from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
@@ -103,11 +103,17 @@ def test_grid_search_and_pipeline(data):
     X, y = data
     pipe = make_pipeline(StandardScaler(), _small(LogisticRegression(), criterion="both",
                                                   methods=("saliency", "feature_ablation")))
-    search = GridSearchCV(pipe, {"attributioncombiner__lambda_robust": [0.1, 0.9]}, cv=2).fit(X, y)
-    assert search.best_params_["attributioncombiner__lambda_robust"] in (0.1, 0.9)
-    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
-    out = search.best_estimator_.transform(X[:4])
-    assert out.shape == (4, X.shape[1])
+    grid = [0.1, 0.9]
+    search = GridSearchCV(pipe, {"attributioncombiner__lambda_robust": grid}, cv=KFold(2)).fit(X, y)
+    # the fold scores are the direct computation: the pipeline fitted on one fold, scored on the other
+    for j, lam in enumerate(grid):
+        for k, (train, test) in enumerate(KFold(2).split(X)):
+            direct = clone(pipe).set_params(attributioncombiner__lambda_robust=lam).fit(X[train], y[train])
+            assert search.cv_results_[f"split{k}_test_score"][j] == pytest.approx(direct.score(X[test], y[test]),
+                                                                                  rel=1e-9)
+    assert search.best_index_ == int(np.argmax(search.cv_results_["mean_test_score"]))
+    refit = clone(pipe).set_params(**search.best_params_).fit(X, y)
+    np.testing.assert_allclose(search.best_estimator_.transform(X[:4]), refit.transform(X[:4]), rtol=1e-9)
 
 
 def test_wrapped_estimator_handling(data):

@@ -25,7 +25,13 @@ def test_equal_sizes_equal_the_optimal_assignment():
 def test_subsampling_and_bad_input():
     rng = np.random.RandomState(2)
     X = rng.normal(size=(300, 2))
-    assert wasserstein1(X, X, max_samples=50, random_state=0) >= 0
+    # two subsamples of 50 rows (X's then Y's, drawn in that order from random_state) matched exactly
+    rng = np.random.RandomState(0)
+    A, B = X[rng.choice(300, 50, replace=False)], X[rng.choice(300, 50, replace=False)]
+    rows, cols = linear_sum_assignment(cdist(A, B))
+    sub = wasserstein1(X, X, max_samples=50, random_state=0)
+    assert sub == pytest.approx(cdist(A, B)[rows, cols].mean(), rel=1e-9)
+    assert sub > 0.05  # two different subsamples of the same rows are not the same sample
     assert wasserstein1(X, X, max_samples=None) == pytest.approx(0.0, abs=1e-12)
     with pytest.raises(ValueError, match="features"):
         wasserstein1(X, X[:, :1])

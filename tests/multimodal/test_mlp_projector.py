@@ -63,9 +63,25 @@ def test_objectives_follow_their_definitions(loss):
 
 def test_one_row_batch_uses_running_statistics():
     head = make_proj_head(4, 3, torch.Generator().manual_seed(0)).train()
-    loss = _objective("mse", 0.05)(head, torch.ones(1, 4), torch.ones(1, 3))
+    # give the running statistics values of their own, away from the initial 0 and 1
+    with torch.no_grad():
+        head(torch.tensor(np.random.RandomState(1).normal(2.0, 3.0, size=(32, 4)), dtype=torch.float32))
+    buffers = {k: v.clone() for k, v in head.state_dict().items()}
+    xb, yb = torch.tensor([[0.5, -1.0, 2.0, 0.1]]), torch.tensor([[1.0, 0.0, -1.0]])
+    loss = _objective("mse", 0.05)(head, xb, yb)
     loss.backward()
-    assert head.training and head.fc1.weight.grad is not None
+    # the loss of the evaluation-mode network (running statistics), squared error to the normalised target
+    ref = make_proj_head(4, 3, torch.Generator().manual_seed(0))
+    ref.load_state_dict(buffers)
+    with torch.no_grad():
+        p = ref.eval()(xb).numpy().astype(np.float64)
+    t = yb.numpy() / np.linalg.norm(yb.numpy())
+    assert float(loss.detach()) == pytest.approx(float(((p - t) ** 2).sum()), rel=1e-5)
+    # back in training mode, the running statistics untouched by the one-row batch, gradients present
+    assert head.training
+    for k, v in head.state_dict().items():
+        assert torch.equal(v, buffers[k]), k
+    assert head.fc1.weight.grad is not None and float(head.fc1.weight.grad.abs().sum()) > 0
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -55,10 +55,22 @@ def test_procrustes_for_unequal_widths_reaches_scipy_optimum_on_padded_data():
     assert np.linalg.norm(A @ R - B) == pytest.approx(np.linalg.norm(A_pad @ R_pad - B), rel=1e-10)
 
 
+def test_default_projector_is_the_angle_preserving_procrustes_map():
+    # the default keeps the expert's angles: an isometry of the (narrower) expert space, no offset
+    X, u, e = _paired(d_u=6, d_e=4, n_missing=3)
+    bond = SpaceBond(n_base_features=6).fit(X)
+    assert bond.projector == "procrustes"
+    R, b = bond.projectors_[0].coef, bond.projectors_[0].intercept
+    np.testing.assert_allclose(R @ R.T, np.eye(4), atol=1e-10)
+    np.testing.assert_array_equal(b, 0.0)
+    E = _unit(e[:5])
+    np.testing.assert_allclose((E @ R) @ (E @ R).T, E @ E.T, atol=1e-10)
+
+
 @pytest.mark.parametrize("alpha", [1e-2, 3.0, 0.0])
 def test_ridge_equals_sklearn_ridge_on_normalised_pairs(alpha):
     X, u, e = _paired(n_missing=6)
-    bond = SpaceBond(n_base_features=6, ridge_alpha=alpha).fit(X)
+    bond = SpaceBond(n_base_features=6, projector="ridge", ridge_alpha=alpha).fit(X)
     ref = Ridge(alpha=alpha, solver="svd").fit(_unit(e[:-6]), _unit(u[:-6]))
     np.testing.assert_allclose(bond.projectors_[0].coef, ref.coef_.T, atol=1e-8)
     np.testing.assert_allclose(bond.projectors_[0].intercept, ref.intercept_, atol=1e-8)
@@ -125,7 +137,7 @@ def test_dict_mixing_gives_each_group_its_factor():
 def test_groups_in_fit_give_one_projector_per_group():
     X, u, e = _paired(n_missing=0)
     groups = np.repeat([0, 1, 2], [10, 15, 15])
-    bond = SpaceBond(n_base_features=6).fit(X, groups=groups)
+    bond = SpaceBond(n_base_features=6, projector="ridge").fit(X, groups=groups)
     assert len(bond.projectors_) == 3
     rows = groups == 1
     ref = Ridge(alpha=1e-2, solver="svd").fit(_unit(e[rows]), _unit(u[rows]))

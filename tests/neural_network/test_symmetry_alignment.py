@@ -1,11 +1,13 @@
 """Canonical forms per activation, the tree cut and filtering, unit_alignment: against the symmetries' definitions."""
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
 
 from sklearn_icml.neural_network import unit_alignment
-from sklearn_icml.neural_network._clustering import cluster_units, cut_tree
+from sklearn_icml.neural_network._clustering import cluster_units, cut_tree, median_angle
 from sklearn_icml.neural_network._symmetry import ACTIVATIONS, activate, canonical_units
 
 _TORCH = {
@@ -118,6 +120,24 @@ def test_unaligned_cluster_is_dropped():
     # the official cut (count only) counts the loose group as a unit too
     _, _, best = cut_tree(result.linkage, ids, threshold=4)
     assert best == 2
+
+
+def test_median_angle_is_the_median_over_distinct_pairs():
+    """A fan at 0, 0.1, 0.3 and 0.7 rad: pairwise angles 0.1, 0.2, 0.3, 0.4, 0.6, 0.7, median 0.35."""
+    fan = 5.0 * np.column_stack([np.cos([0.0, 0.1, 0.3, 0.7]), np.sin([0.0, 0.1, 0.3, 0.7]), np.zeros(4)])
+    assert median_angle(fan) == pytest.approx(0.35, abs=1e-12)
+    far = np.array([0.0, 0.0, 40.0]) + 0.01 * np.random.RandomState(0).normal(size=(4, 3))
+    V = np.vstack([fan, far])
+    ids = np.tile(np.arange(4), 2)
+    kept = cluster_units(V, ids, 4, gamma=1.0, beta=0.36, count="students")
+    assert len(kept.members) == 2
+    for rows, med in zip(kept.members, kept.median_angles):
+        unit = V[rows] / np.linalg.norm(V[rows], axis=1, keepdims=True)
+        pairs = [np.arccos(np.clip(unit[a] @ unit[b], -1, 1)) for a, b in itertools.combinations(range(len(rows)), 2)]
+        assert med == pytest.approx(np.median(pairs), abs=1e-12)
+    # beta just under the fan's median angle drops it (one student-complete cluster left)
+    dropped = cluster_units(V, ids, 4, gamma=1.0, beta=0.34, count="students")
+    assert len(dropped.members) == 1 and dropped.n_dropped == 1 and sorted(dropped.members[0]) == [4, 5, 6, 7]
 
 
 @pytest.mark.parametrize("activation", ["tanh", "relu", "sigmoid", "softplus"])

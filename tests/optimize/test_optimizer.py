@@ -163,9 +163,18 @@ def test_minimize_without_fit_and_score_samples():
     res = opt.minimize(_sphere, 10)  # no earlier tasks: random-feature head, then the residual
     assert res.fun < 0.05
     grid = np.linspace(0, 1, 5)[:, None]
-    np.testing.assert_array_equal(opt.score_samples(grid), opt.score_samples(grid))
-    assert opt.score_samples(grid).shape == (5,)
-    np.testing.assert_allclose(opt.score_samples(grid), opt.model_.predict_proba(grid)[:, 1])
+    acq = opt.score_samples(grid)
+    # the same seeds give the same acquisition; it is the classifier's probability of "below the threshold"
+    again = MetaBayesianOptimizer(bounds=[(0.0, 1.0)], n_candidates=128, random_state=0,
+                                  classifier=MetaLFBOClassifier(n_features=8, n_hidden=8, n_layers=2, random_state=0))
+    again.minimize(_sphere, 10)
+    np.testing.assert_array_equal(again.score_samples(grid), acq)
+    np.testing.assert_allclose(acq, opt.model_.predict_proba(grid)[:, 1])
+    assert np.all((acq > 0) & (acq < 1))
+    # the minimum of the sphere (0.3) is more likely below the threshold than the far end of the interval
+    assert acq[1] > acq[4]
+    # suggest maximises it over a pool
+    assert opt.suggest(candidates=grid)[0, 0] == grid[int(np.argmax(acq)), 0]
 
 
 def test_device_of_meta_training(device):

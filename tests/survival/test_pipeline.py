@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.compose import ColumnTransformer
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
 from sklearn.pipeline import make_pipeline
@@ -16,6 +17,7 @@ from sklearn_icml.survival import (
     PrototypeSurvival,
     concordance_index,
 )
+from sklearn_icml.survival._target import check_survival_target
 
 
 def test_generator_hides_the_aggressive_fraction_from_the_bag_mean():
@@ -49,7 +51,8 @@ def test_distinct_aggressive_center_makes_the_bag_mean_informative():
     # everything but the position of morphology 0 is shared by the two regimes
     np.testing.assert_array_equal(info.proportions, blind[3].proportions)
     np.testing.assert_array_equal(info.centers[1:], blind[3].centers[1:])
-    np.testing.assert_array_equal(seen[1], blind[1]) and np.testing.assert_array_equal(seen[2], blind[2])
+    np.testing.assert_array_equal(seen[1], blind[1])
+    np.testing.assert_array_equal(seen[2], blind[2])
     means = np.array([b.mean(0) for b in seen[0]])
     design = np.c_[np.ones(400), means]
     target = info.proportions[:, 0]
@@ -92,5 +95,16 @@ def test_fusion_network_behind_the_encoders():
     features = ColumnTransformer([("histo", PrototypeEncoder(4, random_state=0), "bag"), ("omics", pathways, genes)])
     net = PrototypeSurvival(4, pathway_sizes=[4, 4], embed_dim=8, id_embed_dim=2, max_iter=3, random_state=0)
     pipe = make_pipeline(features, StandardScaler(), net).fit(frame, y)
-    assert pipe.predict(frame).shape == (80,)
-    assert 0.0 <= pipe.score(frame, y) <= 1.0
+    risk = pipe.predict(frame)
+    # the steps fitted one after the other, with the same seeds, give the same risks
+    Xt = StandardScaler().fit_transform(clone(features).fit_transform(frame, y))
+    np.testing.assert_allclose(clone(net).fit(Xt, y).predict(Xt), risk, rtol=1e-6, atol=1e-9)
+    assert np.std(risk) > 0  # the network tells the patients apart
+    # the pipeline's score is Harrell's C of those risks, counted pair by pair
+    event, time = check_survival_target(y)
+    num = den = 0.0
+    for i in np.flatnonzero(event):
+        later = (time > time[i]) | ((time == time[i]) & ~event)
+        den += later.sum()
+        num += (risk[i] - risk[later] > 1e-8).sum() + 0.5 * (np.abs(risk[i] - risk[later]) <= 1e-8).sum()
+    assert pipe.score(frame, y) == pytest.approx(num / den, rel=1e-12)

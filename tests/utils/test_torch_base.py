@@ -177,3 +177,21 @@ def test_generator_leaves_the_global_rng_alone_and_a_random_state_instance_advan
     assert not np.array_equal(first, second)
     assert torch.equal(state, torch.random.get_rng_state())
     assert clone(_Net(random_state=3)).fit(X).coef_.tolist() == _Net(random_state=3).fit(X).coef_.tolist()
+
+
+#: Estimators with a ``device`` parameter that keep their own device check, with the reason.
+OWN_DEVICE_CHECK = {
+    "PrivateKMeans": "computes in numpy on the CPU and never imports torch there; torch runs only on a GPU",
+}
+
+
+def test_every_estimator_with_a_device_uses_the_base():
+    from sklearn_icml.utils import all_estimators
+
+    with_device = {name: cls for name, cls in all_estimators() if "device" in cls().get_params(deep=False)}
+    assert set(OWN_DEVICE_CHECK) <= set(with_device)
+    off_base = {name for name, cls in with_device.items() if not issubclass(cls, TorchEstimatorMixin)}
+    assert off_base == set(OWN_DEVICE_CHECK), off_base ^ set(OWN_DEVICE_CHECK)
+    for name, cls in with_device.items():
+        if name not in OWN_DEVICE_CHECK:
+            assert cls._parameter_constraints["device"] is DEVICE_CONSTRAINT, name
