@@ -16,6 +16,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
 from ..privacy import (
+    ESTIMATOR_EPSILON,
     ContinualQuadtreeHistogram,
     PrivacyLeakWarning,
     gaussian_noise_scale,
@@ -219,7 +220,8 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         Number of centres.
     epsilon : float, default=1.0
         Privacy budget of one fit (or of one whole :meth:`partial_fit`
-        stream), finite and positive. ``epsilon_spent_`` never exceeds it.
+        stream), in ``[1e-3, 1e6]`` (the range of every private estimator
+        of the collection). ``epsilon_spent_`` never exceeds it.
     delta : float, default=1e-6
         Delta allowed for Gaussian noise on the lifted cluster sums. A fit
         uses Gaussian noise only where it is more accurate than Laplace noise
@@ -478,7 +480,7 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
 
     _parameter_constraints: dict = {
         "n_clusters": [Interval(Integral, 1, None, closed="left")],
-        "epsilon": [Interval(Real, 0, np.inf, closed="neither")],
+        "epsilon": ESTIMATOR_EPSILON,
         "delta": [Interval(Real, 0, 1, closed="left")],
         "bounds": [tuple, list, np.ndarray, StrOptions({"data"}), None],
         "bounds_share": [Interval(Real, 0, 1, closed="neither")],

@@ -10,6 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..privacy import (
+    ESTIMATOR_EPSILON,
     PrivacyLeakWarning,
     gaussian_rounds_epsilon,
     gaussian_rounds_noise_multiplier,
@@ -89,7 +90,8 @@ class PrivateEvolution(TorchEstimatorMixin, BaseEstimator):
     n_iterations : int, default=11
         Rounds T (one private histogram each).
     epsilon : float, default=1.0
-        Privacy budget of the whole fit, in ``(0, 1e6]``: the private box
+        Privacy budget of the whole fit, in ``[1e-3, 1e6]`` (the range of
+        every private estimator of the collection): the private box
         (``bounds_share`` of it, when ``bounds=None``), the private label set
         (``classes_share``, when ``class_conditional`` without ``classes``)
         and the rounds (the rest). With ``noise_multiplier`` given, the
@@ -254,7 +256,7 @@ class PrivateEvolution(TorchEstimatorMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "n_synthetic": [Interval(Integral, 1, None, closed="left")],
         "n_iterations": [Interval(Integral, 1, None, closed="left")],
-        "epsilon": [Interval(Real, 0, 1e6, closed="right")],
+        "epsilon": ESTIMATOR_EPSILON,
         "bounds_share": [Interval(Real, 0, 1, closed="neither")],
         "classes": ["array-like", None],
         "classes_share": [Interval(Real, 0, 1, closed="neither")],
@@ -388,7 +390,18 @@ class PrivateEvolution(TorchEstimatorMixin, BaseEstimator):
         T = int(self.n_iterations)
         if self.noise_multiplier is not None:
             sigma = float(self.noise_multiplier)
-            return sigma, gaussian_rounds_epsilon(sigma, T, delta, accountant=self.accountant)
+            try:
+                eps = gaussian_rounds_epsilon(sigma, T, delta, accountant=self.accountant)
+            except ValueError:  # beyond the accountant's range
+                eps = float("inf")
+            cap = ESTIMATOR_EPSILON[0].right
+            if eps > cap:
+                smallest = gaussian_rounds_noise_multiplier(cap, delta, T, accountant=self.accountant)
+                raise ValueError(
+                    f"{type(self).__name__}: noise_multiplier={self.noise_multiplier!r} spends epsilon={eps:.3g} "
+                    f"over {T} rounds at delta={delta:.3g}, beyond the private estimators' cap of {cap:g}; the "
+                    f"range that works is noise_multiplier >= {smallest:.3g}.")
+            return sigma, eps
         sigma = gaussian_rounds_noise_multiplier(epsilon, delta, T, accountant=self.accountant)
         return sigma, min(gaussian_rounds_epsilon(sigma, T, delta, accountant=self.accountant), epsilon)
 

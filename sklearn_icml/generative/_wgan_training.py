@@ -253,6 +253,7 @@ def train_wgan(X, *, latent_dim, latent_distribution="gaussian", architecture="m
         for key, value in zip(HISTORY_KEYS, (critic_total / int(n_critic), w_est, adversarial, inverse_term),
                               strict=True):
             records[key].append(value.detach())
+        reporter.tick(it)
         if verbose and (it == 1 or it == max_iter or it % every == 0):
             reporter.message(f"iteration {it}/{max_iter}  critic {float(records['critic'][-1]):.4f}  "
                              f"W1 estimate {float(w_est.detach()):.4f}  inverse {float(inverse_term.detach()):.5f}  "

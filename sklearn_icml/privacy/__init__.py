@@ -16,7 +16,9 @@
   :func:`split_budget` (parts that never add up to more than the total);
 * a private box for data without public bounds (:func:`private_bounds`, from
   the additive counts of :func:`grid_histogram`);
-* :class:`PrivacyLeakWarning`.
+* :class:`PrivacyLeakWarning`, and ``ESTIMATOR_EPSILON``: the epsilon
+  constraint of every private estimator (in ``[1e-3, 1e6]``, never a
+  boolean).
 
 Every release adds exact discrete noise (discrete Laplace or Gaussian, drawn from
 uniform integers) on a power-of-two grid, so that its reachable outputs do not
@@ -46,11 +48,13 @@ from ._mechanisms import (
 from ._quadtree import QuadtreeHistogram, private_quadtree_histogram
 from ._rounds import gaussian_rounds_epsilon, gaussian_rounds_noise_multiplier
 from ._sums import noisy_group_sums
+from ._validation import ESTIMATOR_EPSILON
 
 __all__ = [
     "MAGNITUDE_EDGES",
     "N_LINEAR",
     "Accountant",
+    "ESTIMATOR_EPSILON",
     "ContinualQuadtreeHistogram",
     "PrivacyLeakWarning",
     "PrivateBounds",

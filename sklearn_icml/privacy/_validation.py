@@ -11,7 +11,8 @@ import numpy as np
 
 from ..utils._sklearn_private import Interval
 
-__all__ = ["DELTA", "DELTA_POSITIVE", "EPSILON", "POSITIVE", "MAX_ABS_BOUND", "MAX_NOISE_SCALE", "MIN_NOISE_SCALE",
+__all__ = ["DELTA", "DELTA_POSITIVE", "EPSILON", "ESTIMATOR_EPSILON", "NOT_BOOL_REAL", "POSITIVE", "MAX_ABS_BOUND",
+           "MAX_NOISE_SCALE", "MIN_NOISE_SCALE",
            "check_box", "check_finite", "check_noise_scale"]
 
 
@@ -25,6 +26,12 @@ class _RealNotBool(Interval):
 
 #: epsilon: finite and positive (``inf`` would mean no noise at all, i.e. no privacy); never a boolean
 EPSILON = [_RealNotBool(Real, 0, np.inf, closed="neither")]
+#: epsilon of a private estimator's fit, one policy for every private estimator: in [1e-3, 1e6], never a
+#: boolean (below 1e-3 every release is noise and the accountants lose their resolution; above 1e6 nothing is
+#: private)
+ESTIMATOR_EPSILON = [_RealNotBool(Real, 1e-3, 1e6, closed="both")]
+#: the real-valued interval constraint that refuses booleans, for the estimators' other budget parameters
+NOT_BOOL_REAL = _RealNotBool
 #: delta of an approximate-DP release: in [0, 1)
 DELTA = [Interval(Real, 0, 1, closed="left")]
 #: delta of a Gaussian release: in (0, 1)

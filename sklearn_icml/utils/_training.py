@@ -165,8 +165,19 @@ def iterate_minibatches(n_samples, batch_size, generator=None, *, shuffle=True, 
         yield order[lo:lo + batch_size]
 
 
+#: CPU seconds after which a silent fit (``verbose=0``) says how far it is, and the interval of further notices.
+SLOW_FIT_CPU_SECONDS = 10.0
+SLOW_FIT_NOTICE_EVERY = 30.0
+
+
 class ProgressReporter:
     """Per-epoch progress lines under ``verbose``, one format for every loop.
+
+    A fit without ``verbose`` stays silent for its first
+    ``SLOW_FIT_CPU_SECONDS`` (10) seconds of CPU; a longer one prints one line
+    then, and one every 30 s of CPU after, with the step reached and the time
+    left at that pace (:meth:`tick`, called by :meth:`epoch` too), so that a
+    default fit never takes minutes in silence.
 
     Parameters
     ----------
@@ -175,7 +186,7 @@ class ProgressReporter:
     max_iter : int or None
         Planned epochs, shown as ``epoch k/max_iter``.
     verbose : int or bool
-        Nothing is printed when falsy. With ``verbose=1`` every epoch of fits
+        When falsy, only the slow-fit notices (above). With ``verbose=1`` every epoch of fits
         up to 50 epochs and about 20 lines for longer ones are printed; with
         ``verbose >= 2`` every epoch.
     file : file-like, default=None
@@ -196,6 +207,29 @@ class ProgressReporter:
         self.verbose = verbose
         self.file = file
         self._start = time.perf_counter()
+        self._cpu_start = time.process_time()
+        self._next_notice = SLOW_FIT_CPU_SECONDS
+
+    def tick(self, step):
+        """Under ``verbose=0``, print the progress of a fit that has used 10 s of CPU (then every 30 s).
+
+        Parameters
+        ----------
+        step : int
+            Steps (epochs, iterations) done, out of ``max_iter``.
+        """
+        if self.verbose:
+            return
+        cpu = time.process_time() - self._cpu_start
+        if cpu < self._next_notice:
+            return
+        self._next_notice = cpu + SLOW_FIT_NOTICE_EVERY
+        left = ""
+        if self.max_iter and 0 < step < self.max_iter:
+            left = f", about {cpu * (self.max_iter - step) / step:.0f} s more at this pace"
+        done = f"{step}/{self.max_iter}" if self.max_iter else f"{step}"
+        print(f"[{self.name}] still fitting: step {done} after {cpu:.0f} s of CPU{left} (verbose=1 prints the "
+              "losses; a smaller max_iter fits faster)", file=self.file or sys.stdout, flush=True)
 
     def _every(self):
         if self.verbose >= 2 or not self.max_iter or self.max_iter <= 50:
@@ -226,6 +260,7 @@ class ProgressReporter:
             More ``key value`` pairs for the line.
         """
         if not self.verbose:
+            self.tick(epoch)
             return
         last = self.max_iter is not None and epoch >= self.max_iter
         if not (force or last or epoch == 1 or epoch % self._every() == 0):
@@ -424,7 +459,9 @@ def _make_net_class():
     class _Monitor(Callback):
         """Stopping rule, non-finite check and LR schedule, once per epoch."""
 
-        def __init__(self, stopper, early_stopping, scheduler_factory, name, learning_rate, per_batch=False):
+        def __init__(self, stopper, early_stopping, scheduler_factory, name, learning_rate, per_batch=False,
+                     reporter=None):
+            self.reporter = reporter
             self.stopper = stopper
             self.early_stopping = early_stopping
             self.scheduler_factory = scheduler_factory
@@ -455,6 +492,8 @@ def _make_net_class():
                     self.scheduler_.step(monitored)
                 else:
                     self.scheduler_.step()
+            if self.reporter is not None:
+                self.reporter.tick(len(net.history))
             if self.stopper.step(monitored, net.module_ if self.early_stopping else None):
                 self.stopped_ = True
                 raise KeyboardInterrupt  # skorch's documented way for a callback to end fit
@@ -722,7 +761,8 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
             train_split = lambda dataset, y=None, **kw: (train_data, valid)  # noqa: E731
         stopper = EarlyStopping(n_iter_no_change, tol, keep_best=early_stopping)
         monitor = _Monitor(stopper, early_stopping, scheduler_factory, name, learning_rate,
-                           per_batch=lr_schedule_interval == "batch")
+                           per_batch=lr_schedule_interval == "batch",
+                           reporter=ProgressReporter(name, max_iter, verbose=0) if not verbose else None)
         from skorch.callbacks import EpochTimer, GradientNormClipping, PrintLog
 
         callbacks = [("epoch_timer", EpochTimer())]

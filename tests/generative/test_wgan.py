@@ -365,3 +365,15 @@ def test_bad_input(roll):
             gan.sample(bad)
     with pytest.raises(ValueError, match="n_samples"):
         make_swiss_roll_2d(0)
+
+
+def test_a_long_silent_fit_prints_its_progress(roll, monkeypatch, capsys):
+    from sklearn_icml.utils import _training
+
+    monkeypatch.setattr(_training, "SLOW_FIT_CPU_SECONDS", 0.0)  # every fit counts as long here
+    LeftInvertibleWGAN(random_state=0, **{**TINY, "max_iter": 3}).fit(roll[0])
+    out = capsys.readouterr().out
+    assert out.startswith("[LeftInvertibleWGAN] still fitting: step 1/3 after ") and out.count("\n") == 1
+    monkeypatch.setattr(_training, "SLOW_FIT_CPU_SECONDS", 1e9)
+    LeftInvertibleWGAN(random_state=0, **{**TINY, "max_iter": 3}).fit(roll[0])
+    assert capsys.readouterr().out == ""

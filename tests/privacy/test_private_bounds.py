@@ -161,3 +161,4 @@ def test_too_few_records_fall_back_to_radius_one():
     box = private_bounds(np.full((5, 2), 300.0), 0.1, random_state=0)
     assert not box.found and box.radius == 1.0
     assert np.all(box.lower >= -1.0) and np.all(box.upper <= 1.0)
+

@@ -313,3 +313,37 @@ def test_shuffle_false_keeps_the_row_order():
 
     fit_module(_net(), X, y, train_step=step, shuffle=False, batch_size=4, max_iter=2, n_iter_no_change=2)
     np.testing.assert_array_equal(torch.cat(seen).numpy(), np.tile(X[:, 0], 2))
+
+
+def test_a_silent_fit_says_how_far_it_is_after_ten_seconds_of_cpu(monkeypatch, capsys):
+    import time
+    import types
+
+    from sklearn_icml.utils import _training
+
+    clock = iter([0.0, 5.0, 12.0, 20.0, 45.0, 0.0, 50.0])
+    monkeypatch.setattr(_training, "time", types.SimpleNamespace(perf_counter=time.perf_counter,
+                                                                 process_time=lambda: next(clock)))
+    reporter = _training.ProgressReporter("Demo", max_iter=100, verbose=0)
+    reporter.tick(10)  # 5 s: silent
+    assert capsys.readouterr().out == ""
+    reporter.epoch(20, 0.5)  # 12 s: the first notice, with the time left at this pace (12 s for 20 of 100 steps)
+    assert capsys.readouterr().out == ("[Demo] still fitting: step 20/100 after 12 s of CPU, about 48 s more at this "
+                                       "pace (verbose=1 prints the losses; a smaller max_iter fits faster)\n")
+    reporter.tick(30)  # 20 s: the next notice is due 30 s after the first
+    assert capsys.readouterr().out == ""
+    reporter.tick(60)  # 45 s
+    assert "step 60/100 after 45 s of CPU, about 30 s more" in capsys.readouterr().out
+    # with verbose the losses are the progress: no notices
+    _training.ProgressReporter("Loud", max_iter=100, verbose=1).tick(50)
+    assert capsys.readouterr().out == ""
+
+
+def test_the_shared_loop_reports_a_long_silent_fit(monkeypatch, capsys):
+    from sklearn_icml.utils import _training
+
+    monkeypatch.setattr(_training, "SLOW_FIT_CPU_SECONDS", 0.0)
+    X = np.random.RandomState(0).normal(size=(20, 3)).astype(np.float32)
+    module = torch.nn.Linear(3, 1)
+    _training.fit_module(module, X, X[:, :1], max_iter=2, batch_size=10, random_state=0, name="Loop")
+    assert capsys.readouterr().out.startswith("[Loop] still fitting: step 1/2 after ")
