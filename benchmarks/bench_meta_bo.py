@@ -1,6 +1,6 @@
 """Meta-learned likelihood-free BO (MALIBO) against random search, GP-EI, re-evaluated optima and LFBO.
 
-Six questions, each a table (or three), one ``--part`` each:
+Seven questions, each a table (or three), one ``--part`` each:
 
 0. Overhead of the shared training layer (overhead): seconds per meta-training epoch of
    MetaLFBOClassifier.meta_fit against the hand-written loop it replaced (a
@@ -8,6 +8,11 @@ Six questions, each a table (or three), one ``--part`` each:
 1. Port of meta-training onto the training layer (port): held-out median regret on the shifted
    Forrester family after meta-training with the former hand loop, with the layer over observations
    (the first port) and with the layer over rows (MALIBO's, the estimator now), paired over seeds.
+1b. Network size (network): median simple regret on held-out tasks of both Forrester families (64 earlier
+   tasks x 32 points, 8 held-out tasks per seed, n = 1..16) with the default network, the paper's (50
+   features, 64 hidden units, 5 layers, up to 2048 epochs) and the default with a posterior-mean acquisition
+   (thompson=False), against LFBO and random search; --jobs N
+   runs the (family, seed) pairs in N processes.
 2. Forrester family (MALIBO's demonstration family): simple regret on held-out
    tasks after n = 1, 4, 8, 16 evaluations; median, mean and share of
    tasks with regret < 0.1.
@@ -40,9 +45,9 @@ transferable first (ordered by their mean quantile on the other tasks, read
 off each task's nearest observation).
 
 Run: python benchmarks/bench_meta_bo.py [--quick] [--seeds N] [--output FILE]
-                                       [--part {overhead,port,regret,cost,hpo,tabular}]
+                                       [--part {overhead,port,network,regret,cost,hpo,tabular}]
                                        [--paper-network] [--port-epochs E] [--port-n N]
-                                       [--port-noise-ablation]
+                                       [--port-noise-ablation] [--jobs N]
 
 Each run rewrites benchmarks/results/meta_bo.json with the tables of the parts it ran and keeps
 the tables of the other parts from the file as it was (each table notes the command that made it).
@@ -74,13 +79,21 @@ from sklearn_icml.optimize import (  # noqa: E402
 torch.set_num_threads(1)  # benchmark configuration (shared 2-core machine); the library never does this
 
 CHECKPOINTS = (1, 4, 8, 16)
+PAPER_NETWORK = dict(n_features=50, n_hidden=64, n_layers=5, max_iter=2048)
+NETWORK_CHECKPOINTS = (1, 2, 3, 4, 6, 8, 16)
+#: the network part's rows: (name, MetaLFBOClassifier parameters, optimiser parameters); the first is ours
+NETWORKS = (
+    ("MetaBayesianOptimizer (default network)", {}, {}),
+    ("paper's network (50/64/5, at most 2048 epochs)", PAPER_NETWORK, {}),
+    ("default network, posterior-mean acquisition (thompson=False)", {}, dict(thompson=False)),
+)
 ABLATION = "MetaBayesianOptimizer(residual=False)"
 PAPER = "MetaBayesianOptimizer, paper's network"
-PAPER_NETWORK = dict(n_features=50, n_hidden=64, n_layers=5, max_iter=2048)
-PARTS = ("overhead", "port", "regret", "cost", "hpo", "tabular")
+PARTS = ("overhead", "port", "network", "regret", "cost", "hpo", "tabular")
 TABULAR_CHECKPOINTS = (1, 2, 4, 8, 16, 32, 64)
 # the part of the script that writes a table, by the start of its title (for merging parts into the results file)
 PART_TITLES = (("overhead", "Meta-training seconds per epoch"), ("port", "Port of meta-training"),
+               ("network", "Network size"),
                ("regret", "Forrester family"), ("regret", "Shifted Forrester family"), ("cost", "Cost of one observe"),
                ("hpo", "Evaluations to reach the full grid"), ("tabular", "Tabulated SGD family"))
 
@@ -96,6 +109,8 @@ def table_part(title):
 def produced(title, run, families):
     """Whether a run of the parts ``run`` (regret: of the ``families``) writes the table titled ``title``."""
     part = table_part(title)
+    if part == "network":
+        return part in run and ("shifted" if "shifted Forrester" in title else "forrester") in families
     if part != "regret":
         return part in run
     return part in run and ("shifted" if title.startswith("Shifted") else "forrester") in families
@@ -158,6 +173,88 @@ def run_incumbents(f, n, ordered):
         if len(xs) == n:
             break
     return np.array([f(np.array([x])) for x in xs])
+
+
+# -- the network study: default network against the paper's, quick configuration -----------------------------
+def _network_seed(family, seed, n_meta, n_targets, device):
+    """Median regret per checkpoint of each network on one seed's held-out tasks (a process of its own)."""
+    torch.set_num_threads(1)
+    meta = make_forrester_tasks(n_meta, 32, family=family, random_state=1000 * seed + 1)
+    targets = make_forrester_tasks(n_targets, 0, family=family, random_state=1000 * seed + 2)
+    n_max = max(NETWORK_CHECKPOINTS)
+    medians, fit = {}, {}
+    trained = {}
+    for name, net, opt_params in NETWORKS:
+        key = tuple(sorted(MetaLFBOClassifier(**net).get_params().items()))
+        start = time.perf_counter()
+        if key in trained:  # the same meta-trained classifier, another acquisition
+            opt = MetaBayesianOptimizer(bounds=[(0.0, 1.0)], random_state=seed, classifier=trained[key],
+                                        **opt_params).fit()
+        else:
+            opt = MetaBayesianOptimizer(bounds=[(0.0, 1.0)], random_state=seed, device=device,
+                                        classifier=MetaLFBOClassifier(**net), **opt_params).fit(meta.tasks)
+            trained[key] = opt.classifier_
+            fit[name] = (time.perf_counter() - start, opt.classifier_.n_meta_iter_)
+        regret = np.array([np.minimum.accumulate(opt.minimize(f, n_max).func_vals) - f.minimum
+                           for f in targets.functions])
+        medians[name] = [float(np.median(regret[:, n - 1])) for n in NETWORK_CHECKPOINTS]
+    lfbo = LikelihoodFreeOptimizer(bounds=[(0.0, 1.0)], random_state=seed)
+    peers = {"LikelihoodFreeOptimizer (LFBO)": [lfbo.minimize(f, n_max).func_vals for f in targets.functions],
+             "random search": [run_random(f, n_max, 100 * seed + i) for i, f in enumerate(targets.functions)]}
+    for name, runs in peers.items():
+        regret = np.array([np.minimum.accumulate(v) - f.minimum for v, f in zip(runs, targets.functions)])
+        medians[name] = [float(np.median(regret[:, n - 1])) for n in NETWORK_CHECKPOINTS]
+    print(f"[network] {family} seed {seed} done (load {os.getloadavg()[0]:.1f})", flush=True)
+    return family, seed, medians, fit
+
+
+def network_tables(args, sizes, families):
+    """Median regret on held-out tasks after meta-training the default network, the paper's and the small one."""
+    n_meta, n_targets = sizes["network_meta"], sizes["network_targets"]
+    jobs = [(family, seed) for family in families for seed in args.seeds]
+    if args.jobs > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            done = list(pool.map(_network_seed, *zip(*jobs), [n_meta] * len(jobs), [n_targets] * len(jobs),
+                                 [args.device] * len(jobs)))
+    else:
+        done = [_network_seed(f, s, n_meta, n_targets, args.device) for f, s in jobs]
+    tables = []
+    ours = NETWORKS[0][0]
+    paper = NETWORKS[1][0]
+    for family in families:
+        title = "Forrester" if family == "forrester" else "shifted Forrester"
+        table = Table(f"Network size, {title} family: median simple regret on {n_targets} held-out tasks per seed "
+                      f"({n_meta} earlier tasks x 32 points)", "regret", higher_is_better=False)
+        fits = {}
+        for fam, seed, medians, fit in done:
+            if fam != family:
+                continue
+            for name, values in medians.items():
+                for n, v in zip(NETWORK_CHECKPOINTS, values):
+                    table.add(f"n={n}", name, v, ours=name == ours, seed=seed)
+            for name, (seconds, epochs) in fit.items():
+                fits.setdefault(name, []).append((seconds, epochs))
+        mean = {(n, name): table.mean(f"n={n}", name) for n in NETWORK_CHECKPOINTS
+                for name in (ours, paper, "LikelihoodFreeOptimizer (LFBO)")}
+        for n in (4, 8, 16):
+            table.bar(f"{title} family: the default network's median regret at n={n}, mean over seeds (target: at "
+                      f"most the paper's network's, {mean[(n, paper)]:.4g})", mean[(n, ours)], mean[(n, paper)])
+        for n in (8, 16):
+            table.bar(f"{title} family: the default network's median regret at n={n}, mean over seeds (target: at "
+                      f"most plain LFBO's, {mean[(n, 'LikelihoodFreeOptimizer (LFBO)')]:.4g})", mean[(n, ours)],
+                      mean[(n, "LikelihoodFreeOptimizer (LFBO)")])
+        table.note("Meta-training, mean over seeds: " + "; ".join(
+            f"{name}: {np.mean([s for s, _ in v]):.0f} s, {np.mean([e for _, e in v]):.0f} epochs"
+            for name, v in fits.items()) + f" (seeds run in {args.jobs} process(es) at once on the shared machine).")
+        table.note(f"Same earlier and held-out tasks as the regret part's seeds, fewer earlier tasks ({n_meta}); "
+                   f"each row's value per seed is the median over the {n_targets} held-out tasks; the verdicts pair "
+                   "seeds. The posterior-mean row uses the default network's meta-trained classifier with "
+                   "thompson=False.")
+        tables.append(table)
+    return tables
 
 
 # -- the regret study ----------------------------------------------------------------------------------------
@@ -701,19 +798,23 @@ def main():
                        help="at most this many meta-training epochs in the port study (default 300)")
     parts.add_argument("--port-n", type=int, default=8, choices=CHECKPOINTS,
                        help="evaluations per held-out task in the port study (default 8)")
+    parts.add_argument("--jobs", type=int, default=1,
+                       help="network part: run its (family, seed) pairs in this many processes at once")
     parts.add_argument("--port-noise-ablation", action="store_true",
                        help="add the port study's variant with one embedding-noise draw per row over observations")
     known, rest = parts.parse_known_args()
     args = bench_args(__doc__, rest, default_seeds=3, quick_seeds=1)
+    args.jobs = max(1, known.jobs)
     run = set(known.part or PARTS)
     if args.quick:
         sizes = dict(n_meta=64, n_targets=4, n_obs=200, n_hpo_tasks=4, grid_size=6,
                      hpo_budget=16, overhead_epochs=10, overhead_repeats=2, tabular_n=32, tabular_targets=2,
-                     port_meta=16, port_targets=4, port_epochs=30, port_n=8)
+                     port_meta=16, port_targets=4, port_epochs=30, port_n=8, network_meta=16, network_targets=4)
     else:
         sizes = dict(n_meta=256, n_targets=8, n_obs=500, n_hpo_tasks=8, grid_size=8,
                      hpo_budget=32, overhead_epochs=20, overhead_repeats=3, tabular_n=64, tabular_targets=4,
-                     port_meta=64, port_targets=8, port_epochs=known.port_epochs, port_n=known.port_n)
+                     port_meta=64, port_targets=8, port_epochs=known.port_epochs, port_n=known.port_n,
+                     network_meta=64, network_targets=8)
     sizes["paper_network"] = known.paper_network
     sizes["port_noise"] = known.port_noise_ablation
     start = time.perf_counter()
@@ -751,6 +852,8 @@ def main():
         save(overhead_table(args, sizes), ["MetaLFBOClassifier"])
     if "port" in run:
         save(port_table(args, sizes), ["MetaLFBOClassifier", "MetaBayesianOptimizer"])
+    if "network" in run:
+        save(network_tables(args, sizes, sorted(families)), ["MetaBayesianOptimizer", "LikelihoodFreeOptimizer"])
     for family in (known.family or ("forrester", "shifted")) if "regret" in run else ():
         t = regret_tables(family, args, sizes)
         check_regret_bars(t, family)

@@ -174,7 +174,7 @@ _WORKSHOP_WORDS = [
 ]
 _HISTORY = [
     (r"\ban? (earlier|previous|former) (version|layout|release|implementation)s?\b", "history: doc/whats_new.rst"),
-    (r"\bbefore this change\b|\bwhat changed\b|\bformerly\b|\bno longer\b", "history: doc/whats_new.rst"),
+    (r"\bbefore this change\b|\bformerly\b|\bno longer\b", "history: doc/whats_new.rst"),
     (r"(?<!is )(?<!are )(?<!was )(?<!were )(?<!be )(?<!been )\bused to (carry|be|have|use|run|call|train|give|"
      r"compute|take)\b", "history: doc/whats_new.rst"),
 ]

@@ -18,9 +18,7 @@ KNOWN_CIRCLES = {
     ("cluster._private_kmeans", "cluster._private_kmeans_dask"):
         "the in-memory fit dispatches to the Dask path, which reuses its kernels (to be split below both)",
 }
-KNOWN_GROUND_IMPORTS = {
-    ("datasets._scheduling", "optimize"): "the generator builds StageSchedulingProblem objects",
-}
+KNOWN_GROUND_IMPORTS = {}
 
 
 def relative_imports(root):

@@ -33,7 +33,7 @@ from ..utils._dask import is_dask_collection
 from ..utils._random import SEED_MAX
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device
-from ..utils._validation import check_test_data, square_safe_max
+from ..utils._validation import ESTIMATOR_EPSILON, check_test_data, square_safe_max
 from ._exact_sums import group_sums as exact_group_sums
 from ._exact_sums import scale_exponents, step_pieces, step_sums
 from ._mettu_plaxton import bicriteria_to_k, nearest
@@ -219,7 +219,8 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         Number of centres.
     epsilon : float, default=1.0
         Privacy budget of one fit (or of one whole :meth:`partial_fit`
-        stream), finite and positive. ``epsilon_spent_`` never exceeds it.
+        stream), in ``[1e-3, 1e6]`` (the range of every private estimator
+        of the collection). ``epsilon_spent_`` never exceeds it.
     delta : float, default=1e-6
         Delta allowed for Gaussian noise on the lifted cluster sums. A fit
         uses Gaussian noise only where it is more accurate than Laplace noise
@@ -478,7 +479,7 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
 
     _parameter_constraints: dict = {
         "n_clusters": [Interval(Integral, 1, None, closed="left")],
-        "epsilon": [Interval(Real, 0, np.inf, closed="neither")],
+        "epsilon": ESTIMATOR_EPSILON,
         "delta": [Interval(Real, 0, 1, closed="left")],
         "bounds": [tuple, list, np.ndarray, StrOptions({"data"}), None],
         "bounds_share": [Interval(Real, 0, 1, closed="neither")],

@@ -142,7 +142,8 @@ class PrivateEvolutionText(PrivateEvolution):
     n_iterations : int, default=11
         Rounds (one private histogram each).
     epsilon : float, default=1.0
-        Privacy budget; ignored when ``noise_multiplier`` is given.
+        Privacy budget, in ``[1e-3, 1e6]``; with ``noise_multiplier`` given,
+        it only sets the share of the private label set.
     delta : float, default=1e-6
         Privacy parameter delta.
     noise_multiplier : float, default=None

@@ -22,6 +22,7 @@ from ..privacy._discrete import noise_random_state
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import as_numpy
 from ..utils._torch_base import TorchEstimatorMixin
+from ..utils._validation import ESTIMATOR_EPSILON
 from ._pe_voting import NearestVoter, nearest_votes, noisy_histogram
 
 __all__ = ["PrivateEvolution"]
@@ -89,7 +90,8 @@ class PrivateEvolution(TorchEstimatorMixin, BaseEstimator):
     n_iterations : int, default=11
         Rounds T (one private histogram each).
     epsilon : float, default=1.0
-        Privacy budget of the whole fit, in ``(0, 1e6]``: the private box
+        Privacy budget of the whole fit, in ``[1e-3, 1e6]`` (the range of
+        every private estimator of the collection): the private box
         (``bounds_share`` of it, when ``bounds=None``), the private label set
         (``classes_share``, when ``class_conditional`` without ``classes``)
         and the rounds (the rest). With ``noise_multiplier`` given, the
@@ -254,7 +256,7 @@ class PrivateEvolution(TorchEstimatorMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "n_synthetic": [Interval(Integral, 1, None, closed="left")],
         "n_iterations": [Interval(Integral, 1, None, closed="left")],
-        "epsilon": [Interval(Real, 0, 1e6, closed="right")],
+        "epsilon": ESTIMATOR_EPSILON,
         "bounds_share": [Interval(Real, 0, 1, closed="neither")],
         "classes": ["array-like", None],
         "classes_share": [Interval(Real, 0, 1, closed="neither")],
@@ -388,7 +390,18 @@ class PrivateEvolution(TorchEstimatorMixin, BaseEstimator):
         T = int(self.n_iterations)
         if self.noise_multiplier is not None:
             sigma = float(self.noise_multiplier)
-            return sigma, gaussian_rounds_epsilon(sigma, T, delta, accountant=self.accountant)
+            try:
+                eps = gaussian_rounds_epsilon(sigma, T, delta, accountant=self.accountant)
+            except ValueError:  # beyond the accountant's range
+                eps = float("inf")
+            cap = ESTIMATOR_EPSILON[0].right
+            if eps > cap:
+                smallest = gaussian_rounds_noise_multiplier(cap, delta, T, accountant=self.accountant)
+                raise ValueError(
+                    f"{type(self).__name__}: noise_multiplier={self.noise_multiplier!r} spends epsilon={eps:.3g} "
+                    f"over {T} rounds at delta={delta:.3g}, beyond the private estimators' cap of {cap:g}; the "
+                    f"range that works is noise_multiplier >= {smallest:.3g}.")
+            return sigma, eps
         sigma = gaussian_rounds_noise_multiplier(epsilon, delta, T, accountant=self.accountant)
         return sigma, min(gaussian_rounds_epsilon(sigma, T, delta, accountant=self.accountant), epsilon)
 

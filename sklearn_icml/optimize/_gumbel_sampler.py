@@ -138,16 +138,6 @@ class GumbelModel:
         return torch.where(legal, value, torch.full_like(value, math.inf))
 
 
-def _init_logits(plan, problem, schedule, n_samples, scale, root_scale):
-    """One-hot logits at ``schedule`` (node order in, position order out): ``scale``, ``root_scale`` for roots."""
-    D = problem.n_stages
-    stage = np.asarray(schedule)[plan.order]
-    logits = np.zeros((problem.n_nodes, D), dtype=np.float32)
-    factor = np.where(plan.n_parents == 0, root_scale, scale).astype(np.float32)
-    logits[np.arange(problem.n_nodes), stage] = factor
-    return np.broadcast_to(logits, (n_samples,) + logits.shape).copy()
-
-
 def per_node_epoch(problem, n_samples, tau, random_state=0):
     """One epoch shaped like the released generated script: a Python step per node and per parent.
 

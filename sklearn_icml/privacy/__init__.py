@@ -32,7 +32,7 @@ its input (finite data and bounds, ``0 < epsilon < inf``, ``0 <= delta < 1``).
 """
 
 from ._accounting import Accountant, ledger_entry, split_budget
-from ._bounds import MAGNITUDE_EDGES, N_LINEAR, PrivateBounds, grid_histogram, private_bounds
+from ._bounds import PrivateBounds, grid_histogram, private_bounds
 from ._continual import ContinualQuadtreeHistogram
 from ._exceptions import PrivacyLeakWarning
 from ._local_hashing import olh_count_std, olh_parameters
@@ -48,8 +48,6 @@ from ._rounds import gaussian_rounds_epsilon, gaussian_rounds_noise_multiplier
 from ._sums import noisy_group_sums
 
 __all__ = [
-    "MAGNITUDE_EDGES",
-    "N_LINEAR",
     "Accountant",
     "ContinualQuadtreeHistogram",
     "PrivacyLeakWarning",

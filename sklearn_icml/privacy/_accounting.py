@@ -30,13 +30,13 @@ from numbers import Integral, Real
 import numpy as np
 
 from ..utils._sklearn_private import Interval, StrOptions, validate_params
-from ._validation import DELTA, POSITIVE
+from ._validation import DELTA, NOT_BOOL_REAL, POSITIVE
 
 __all__ = ["Accountant", "ledger_entry", "split_budget"]
 
 _MECHANISMS = ("laplace", "geometric", "gaussian", "local_hashing", "exponential")
 #: a budget that may be spent: finite, non-negative
-_SPEND = [Interval(Real, 0, np.inf, closed="left")]
+_SPEND = [NOT_BOOL_REAL(Real, 0, np.inf, closed="left")]
 
 
 @validate_params(
@@ -233,7 +233,7 @@ class Accountant:
     """
 
     @validate_params(
-        {"epsilon": [Interval(Real, 0, np.inf, closed="neither"), None],
+        {"epsilon": [NOT_BOOL_REAL(Real, 0, np.inf, closed="neither"), None],
          "delta": [Interval(Real, 0, 1, closed="both"), None]},
         prefer_skip_nested_validation=True,
     )

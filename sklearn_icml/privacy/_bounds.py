@@ -41,12 +41,36 @@ N_LINEAR = 32
 
 
 class PrivateBounds(NamedTuple):
-    """The released box (see :func:`private_bounds`).
+    """The box released by :func:`private_bounds`.
 
-    ``lower`` and ``upper`` of shape (n_features,); the ledger entries of the
-    two stages; their thresholds ``(t_1, t_2)``; the common radius ``M``; and
-    ``found``, whether a bin of the first stage reached its threshold (where
-    not, ``M`` is the fallback 1).
+    Parameters
+    ----------
+    lower : ndarray of shape (n_features,)
+        Lower bounds (grid points).
+    upper : ndarray of shape (n_features,)
+        Upper bounds (grid points), ``upper > lower``.
+    ledger : list of dict
+        The ledger entries of the two stages (see :func:`ledger_entry`).
+    threshold : tuple of int
+        The two stages' thresholds ``(t_1, t_2)``.
+    radius : float
+        The common radius ``M`` of the first stage (a power of two).
+    found : bool
+        Whether a bin of the first stage reached its threshold (where not,
+        ``M`` is the fallback 1).
+
+    See Also
+    --------
+    private_bounds : The release.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_icml.privacy import private_bounds
+    >>> box = private_bounds(np.random.RandomState(0).normal(size=(5000, 2)), 1.0, random_state=0)
+    >>> lower, upper, *_ = box
+    >>> bool(np.all(lower < upper)), box.found
+    (True, True)
     """
 
     lower: np.ndarray
@@ -90,10 +114,10 @@ def grid_histogram(X, radius=None):
 
     Examples
     --------
-    >>> from sklearn_icml.privacy import MAGNITUDE_EDGES, grid_histogram
+    >>> from sklearn_icml.privacy import grid_histogram
     >>> X = [[3.0, -0.5], [-0.25, 0.0]]
-    >>> [(float(MAGNITUDE_EDGES[b]), float(MAGNITUDE_EDGES[b + 1])) for b in grid_histogram(X).nonzero()[0]]
-    [(0.25, 0.5), (2.0, 4.0)]
+    >>> grid_histogram(X).nonzero()[0]  # the bins [2**-2, 2**-1) and [2**1, 2**2)
+    array([ 99, 102])
     >>> [row.nonzero()[0].tolist() for row in grid_histogram(X, radius=4.0)]  # bins of width 1/4
     [[15, 28], [14, 16]]
     """

@@ -164,6 +164,9 @@ class ContinualQuadtreeHistogram:
         self.sum_mechanism = None
         self.sum_sensitivity = None
         self.sum_delta = 0.0
+        # the declared per-record bounds of the values, which add_step enforces by clipping
+        self._value_l2 = None if sum_sensitivity is None else float(sum_sensitivity)
+        self._value_l1 = None if sum_l1_sensitivity is None else float(sum_l1_sensitivity)
         ledger = [ledger_entry("tree counts (binary-tree mechanism over the stream)", "laplace",
                                sensitivity=self.count_sensitivity, scale=self.count_scale, epsilon=self.epsilon)]
         if self.keep_sums:
@@ -200,8 +203,12 @@ class ContinualQuadtreeHistogram:
         U : array-like of shape (n_records, n_dims)
             Records in the unit cube (clipped).
         values : array-like of shape (n_records, n_values), default=None
-            Per-record vectors summed per cell at every level (norms at most
-            ``sum_sensitivity``; the caller clips).
+            Per-record vectors summed per cell at every level. Each is clipped
+            to the declared bounds before it is summed: scaled down to
+            Euclidean norm ``sum_sensitivity`` and to L1 norm
+            ``sum_l1_sensitivity`` (those declared), so a record beyond them
+            is released as a record on them and the guarantee does not
+            depend on the caller.
 
         Returns
         -------
@@ -221,6 +228,7 @@ class ContinualQuadtreeHistogram:
             if values.shape[1] > self.n_values:
                 raise ValueError(f"{caller}: values must have at most n_values={self.n_values} columns; got "
                                  f"{values.shape[1]}.")
+            values = clip_rows(values, self._value_l2, self._value_l1)
         else:
             values = None
         per_level, sums = step_tables(U, self.n_levels, values)
@@ -239,7 +247,11 @@ class ContinualQuadtreeHistogram:
         per_level : list of (keys, counts)
             Levels 0 to ``n_levels``: sorted packed cell keys and exact counts.
         sums : list of (keys, sums) or None
-            Levels 1 to ``n_levels`` (index 0 is None): exact per-cell sums.
+            Levels 1 to ``n_levels`` (index 0 is None): exact per-cell sums
+            of values within the declared bounds (see :meth:`add_step`, which
+            clips). Tables that no such values can give (a cell's sum beyond
+            its count times the declared bound) are refused with a
+            ``ValueError``.
 
         Returns
         -------
@@ -248,10 +260,29 @@ class ContinualQuadtreeHistogram:
         """
         if self.n_steps >= self.max_steps:
             raise ValueError(f"the stream's budget covers max_steps={self.max_steps} steps; all were used.")
+        if self.keep_sums and sums is not None:
+            self._check_sum_tables(per_level, sums)
         self._steps.append((per_level, sums if self.keep_sums else None))
         self.n_steps += 1
         return self
 
+    def _check_sum_tables(self, per_level, sums):
+        """Refuse per-cell sums beyond ``count * bound`` in a declared norm: no clipped records give them."""
+        bounds = [(2, self._value_l2), (1, self._value_l1)]
+        for level in range(1, min(len(sums), len(per_level))):
+            if sums[level] is None:
+                continue
+            keys, cell_sums = sums[level]
+            counts = lookup(per_level[level][0], per_level[level][1], np.asarray(keys, dtype=np.int64))
+            for order, bound in bounds:
+                if bound is None or not len(keys):
+                    continue
+                norms = np.linalg.norm(np.asarray(cell_sums, dtype=np.float64), ord=order, axis=1)
+                if np.any(norms > counts * bound * (1 + 1e-9)):
+                    raise ValueError(
+                        f"{type(self).__name__}.add_step_tables: a cell's sum at level {level} exceeds its count "
+                        f"times the declared per-record bound {bound!r} (L{order}); clip the values first "
+                        "(add_step does).")
 
     def _node_total(self, node, getter, keys, width):
         height, index = node
@@ -347,6 +378,17 @@ class ContinualQuadtreeHistogram:
                                                  self.n_dims, threshold)
         return QuadtreeHistogram(levels, cells, counts, heavy, self.n_levels, threshold, lower, upper,
                                  self.prefix_noise_std(), ledger=self.ledger)
+
+
+def clip_rows(values, l2=None, l1=None):
+    """Rows of ``values`` scaled down (never up) to Euclidean norm ``l2`` and L1 norm ``l1`` (those given)."""
+    values = np.array(values, dtype=np.float64)
+    for order, bound in ((2, l2), (1, l1)):
+        if bound is not None and len(values):
+            norms = np.linalg.norm(values, ord=order, axis=1)
+            over = norms > bound
+            values[over] *= (bound / norms[over])[:, None]
+    return values
 
 
 def step_tables(U, n_levels, values=None):

@@ -20,12 +20,17 @@ L2 sensitivity 1 (in units of the per-user cap) and noise multiplier
 import math
 from numbers import Integral
 
+import numpy as np
+
 from ..utils._sklearn_private import Interval, StrOptions, validate_params
 from ._validation import DELTA_POSITIVE, EPSILON, POSITIVE
 
 __all__ = ["gaussian_rounds_epsilon", "gaussian_rounds_noise_multiplier"]
 
 _ACCOUNTANTS = {"pld", "rdp"}
+#: smallest noise multiplier of the single equivalent release (``noise_multiplier / sqrt(n_rounds)``) whose
+#: epsilon dp-accounting computes (about 5e299 at delta=1e-6; below, its root finder fails to converge)
+_MIN_SINGLE_MULTIPLIER = 1e-150
 
 
 def _dp_accounting():
@@ -38,6 +43,13 @@ def _dp_accounting():
 
 
 def _epsilon(noise_multiplier, n_rounds, delta, accountant):
+    # dp-accounting's root finders take logs of 0 at the extremes (a noise multiplier far above or below any
+    # useful one) and still return the right limit
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return _epsilon_raw(noise_multiplier, n_rounds, delta, accountant)
+
+
+def _epsilon_raw(noise_multiplier, n_rounds, delta, accountant):
     dp = _dp_accounting()
     if accountant == "rdp":
         acc = dp.rdp.RdpAccountant()
@@ -101,7 +113,19 @@ def gaussian_rounds_epsilon(noise_multiplier, n_rounds, delta, *, accountant="pl
     """
     if not math.isfinite(noise_multiplier):
         raise ValueError(f"gaussian_rounds_epsilon: noise_multiplier must be finite; got {noise_multiplier!r}.")
-    return _epsilon(float(noise_multiplier), int(n_rounds), float(delta), accountant)
+    smallest = _MIN_SINGLE_MULTIPLIER * math.sqrt(n_rounds)
+    eps = math.inf
+    if noise_multiplier >= smallest:
+        try:
+            eps = _epsilon(float(noise_multiplier), int(n_rounds), float(delta), accountant)
+        except RuntimeError:  # dp-accounting's root finder, beyond float64's range of epsilons
+            pass
+    if not math.isfinite(eps):
+        raise ValueError(
+            f"gaussian_rounds_epsilon: noise_multiplier={noise_multiplier!r} over {n_rounds} rounds is too small "
+            f"for the accountant (epsilon beyond 1e300); the range that works is noise_multiplier >= {smallest:.3g} "
+            "(epsilon below 1e6 needs noise_multiplier of about 1e-3 * sqrt(n_rounds) or more).")
+    return eps
 
 
 @validate_params(
@@ -157,7 +181,16 @@ def gaussian_rounds_noise_multiplier(epsilon, delta, n_rounds, *, accountant="pl
             if eps(sigma) <= epsilon:
                 return sigma
             sigma *= 1 + 1e-4
-        raise ValueError(f"gaussian_rounds_noise_multiplier: the PLD accountant did not reach epsilon={epsilon!r}.")
+        # below about 1e-3 the discretisation (1e-4) dominates the answer: larger steps, still certified
+        for _ in range(200):
+            sigma *= 1.05
+            if eps(sigma) <= epsilon:
+                return sigma
+        raise ValueError(
+            f"gaussian_rounds_noise_multiplier: the PLD accountant (the privacy loss discretised to 1e-4) certified "
+            f"epsilon={epsilon!r} at delta={delta!r} over {n_rounds} rounds for no noise multiplier up to "
+            f"{sigma:.3g}; the range that works is epsilon in [1e-3, 1e6] (the private estimators' range), or "
+            "accountant='rdp' for smaller ones.")
     lo, hi = 1e-3, 1.0
     while eps(hi) > epsilon:
         lo, hi = hi, hi * 4

@@ -8,7 +8,8 @@ import pytest
 from scipy import stats
 
 import sklearn_icml.privacy._bounds as bounds_module
-from sklearn_icml.privacy import MAGNITUDE_EDGES, N_LINEAR, grid_histogram, private_bounds
+from sklearn_icml.privacy import grid_histogram, private_bounds
+from sklearn_icml.privacy._bounds import MAGNITUDE_EDGES, N_LINEAR
 
 
 def _data(n=4000, seed=0):
@@ -161,3 +162,4 @@ def test_too_few_records_fall_back_to_radius_one():
     box = private_bounds(np.full((5, 2), 300.0), 0.1, random_state=0)
     assert not box.found and box.radius == 1.0
     assert np.all(box.lower >= -1.0) and np.all(box.upper <= 1.0)
+
