@@ -15,6 +15,8 @@ each), and the share of diverged trajectories (leaving 100 standard deviations).
     python benchmarks/bench_dyslim.py --quick                 # about a minute at low load
     python benchmarks/bench_dyslim.py --seeds 5               # every case below
     python benchmarks/bench_dyslim.py --seeds 2 --cases noisy clean   # the cases with bars only
+    python benchmarks/bench_dyslim.py --seeds 3 --cases ablation --resume        # which measure term costs
+                                                                      # accuracy on clean data
     python benchmarks/bench_dyslim.py --first-seed 2 --seeds 3 --cases noisy --resume   # seeds 2-4 added to the
                                                                       # saved run (step costs are not carried over)
 """
@@ -31,12 +33,18 @@ from sklearn_icml.datasets import make_kuramoto_sivashinsky, make_lorenz63
 from sklearn_icml.dynamics import DySLIMRegressor, energy_spectrum_log_ratio, make_rollout_dataset
 from sklearn_icml.metrics import mmd2
 
-CASES = ("noisy", "clean", "noise03", "short", "pushforward", "ks", "cost")
+CASES = ("noisy", "clean", "noise03", "short", "pushforward", "ks", "cost", "ablation")
 GPU_CASES = ("gpu",)  # only on request (benchmarks/gpu.sh)
 #: The table cases each --cases choice measures.
 CASE_LABELS = {"noisy": ("noise 0.5",), "clean": ("clean",), "noise03": ("noise 0.3",),
                "short": ("noise 0.5, short data (40 x 100)",), "pushforward": ("noise 0.5, K=4, push-forward",),
-               "ks": ("KS clean", "KS noise 0.5"), "cost": ("batch 256, MLP 3-64-64-3",)}
+               "ks": ("KS clean", "KS noise 0.5"), "cost": ("batch 256, MLP 3-64-64-3",),
+               "ablation": ("clean, 1000 steps", "noise 0.5, 1000 steps")}
+#: The measure terms switched on in the ablation: (label, lambda_uncond, lambda_cond, ours).
+ABLATION = (("MSE-only (lambda=0)", 0.0, 0.0, False), ("DySLIM (lambda=1)", 1.0, 1.0, True),
+            ("conditional term only (lambda_uncond=0)", 0.0, 1.0, False),
+            ("unconditional term only (lambda_cond=0)", 1.0, 0.0, False))
+ABLATION_STEPS = 1000
 
 
 def _parse():
@@ -190,6 +198,38 @@ def _ks_case(tables, case, seed, sizes, *, noise):
               f"diverged {div:.3f}", file=sys.stderr, flush=True)
 
 
+def _ablation_case(tables, case, seed, sizes, *, noise):
+    """Which measure term costs accuracy on clean data: each term alone, both and none, on short fits.
+
+    Besides the 5-step RMSE and the long-run MMD it records the speed ratio: the median over test states of the
+    learned one-step displacement ``|S(x) - x|`` over the true one ``|x_1 - x_0|``. The unconditional term
+    ``MMD^2({S(x_0)}, {x_0})`` is zero for the identity map and positive for the true map (its value on a batch of
+    256 true pairs is recorded as the floor), so it pulls the learned map towards slower motion."""
+    train = make_lorenz63(sizes["n_train"], sizes["n_steps"], noise=noise, random_state=seed)
+    test = make_lorenz63(sizes["n_test"], 400, random_state=10_000 + seed)
+    mu, sd = test.reshape(-1, 3).mean(axis=0), test.reshape(-1, 3).std(axis=0)
+    X, y = make_rollout_dataset(train)
+    Xt, yt = make_rollout_dataset(test)
+    steps = ABLATION_STEPS if not sizes.get("quick") else sizes["max_iter"]
+    true_move = np.linalg.norm((yt - Xt) / sd, axis=1)
+    for label, lam_u, lam_c, ours in ABLATION:
+        model = DySLIMRegressor(lambda_uncond=lam_u, lambda_cond=lam_c, max_iter=steps, random_state=seed)
+        model.fit(X, y)
+        rmse, mmd, div, _ = _evaluate(_dyslim_rollout(model), test, mu, sd, sizes, np.random.RandomState(seed))
+        speed = float(np.median(np.linalg.norm((model.predict(Xt) - Xt) / sd, axis=1) / np.maximum(true_move, 1e-12)))
+        last = model.loss_curve_[-100:].mean(axis=0)  # (total, l2, uncond, cond) over the last 100 steps
+        for name, value in zip(("abl_rmse", "abl_mmd", "abl_speed", "abl_l2"), (rmse, mmd, speed, last[1])):
+            tables[name].add(case, label, value, ours=ours, seed=seed)
+        if lam_u:
+            tables["abl_floor"].add(case, f"{label}: trained map", last[2], seed=seed)
+        print(f"  {case} seed {seed} {label}: rmse5 {rmse:.3f} mmd {mmd:.4f} speed {speed:.3f} diverged {div:.3f}",
+              file=sys.stderr, flush=True)
+    rng = np.random.RandomState(seed)
+    idx = rng.choice(len(X), 256, replace=False)
+    Z0, Z1 = (X[idx] - X.mean(axis=0)) / X.std(axis=0), (y[idx] - X.mean(axis=0)) / X.std(axis=0)
+    tables["abl_floor"].add(case, "true map (x_1 for S(x_0)), one batch of 256", mmd2(Z1, Z0), seed=seed)
+
+
 def _step_cost(tables, seed, device):
     """CPU seconds per optimiser step at batch 256 (MSE-only vs DySLIM), from fits of 200 steps."""
     train = make_lorenz63(100, 100, random_state=seed)
@@ -269,6 +309,18 @@ def main():
         "cost": Table(f"Cost of one optimiser step ({args.device}, one torch thread)", "CPU seconds per step",
                       higher_is_better=False,
                       verdicts=False),
+        "abl_rmse": Table(f"Which measure term: RMSE after 5 steps ({ABLATION_STEPS} optimiser steps)",
+                          "RMSE (attractor sd)", higher_is_better=False),
+        "abl_mmd": Table(f"Which measure term: long-run MMD^2 ({ABLATION_STEPS} optimiser steps)", "MMD^2",
+                         higher_is_better=False),
+        "abl_speed": Table("Which measure term: learned one-step displacement over the true one (median over test "
+                           "states; 1 is the true speed)", "speed ratio", higher_is_better=False, verdicts=False),
+        "abl_l2": Table("Which measure term: one-step misfit l2 in training (z-scores, mean of the last 100 steps)",
+                        "l2", higher_is_better=False, verdicts=False),
+        "abl_floor": Table("Which measure term: the unconditional term MMD^2({S(x_0)}, {x_0}) on training batches, "
+                           "at the true map "
+                           "and at the trained maps (mean of the last 100 steps; the identity map scores 0)",
+                           "MMD^2 (z-scores)", higher_is_better=False, verdicts=False),
         "gpu_cost": Table("Seconds per DySLIM step, GPU against CPU on the same machine", "seconds per step",
                           higher_is_better=False, verdicts=False),
         "gpu_l63": Table("Lorenz-63 at time step 0.4 (stride 40): long-run MMD^2, batch 1024", "MMD^2",
@@ -301,6 +353,9 @@ def main():
         if "ks" in args.cases:
             _ks_case(tables, "KS clean", seed, sizes, noise=0.0)
             _ks_case(tables, "KS noise 0.5", seed, sizes, noise=0.5)
+        if "ablation" in args.cases:
+            _ablation_case(tables, "clean, 1000 steps", seed, dict(sizes, quick=args.quick), noise=0.0)
+            _ablation_case(tables, "noise 0.5, 1000 steps", seed, dict(sizes, quick=args.quick), noise=0.5)
         if "cost" in args.cases:
             _step_cost(tables, seed, args.device)
         if "gpu" in args.cases:
