@@ -148,8 +148,8 @@ def _threshold(epsilon, sensitivity, n_tests, failure_probability):
 def _passing(counts, epsilon, sensitivity, failure_probability, rng):
     """The threshold and the mask of the bins whose noisy count (geometric noise) reaches it."""
     t = _threshold(epsilon, sensitivity, counts.size, failure_probability)
-    noisy = geometric_mechanism(counts, sensitivity=sensitivity, epsilon=epsilon, random_state=rng)
-    return t, np.asarray(noisy) >= t
+    noisy = np.asarray(geometric_mechanism(counts, sensitivity=sensitivity, epsilon=epsilon, random_state=rng))
+    return t, noisy >= t, noisy
 
 
 @validate_params(
@@ -174,7 +174,10 @@ def private_bounds(X, epsilon, *, failure_probability=1e-3, max_rows_per_user=1,
     2. Each feature over ``N_LINEAR = 32`` equal bins of ``[-M, M]``: L1
        sensitivity ``n_features``, ``t_2`` about ``(2 n_features / epsilon)
        ln(4 * 32 n_features / beta)``. A feature's box is the hull of its
-       passing bins, ``[-M, M]`` when none passes.
+       passing bins, ``[-M, M]`` when none passes; a side of the hull
+       widens to ``M`` when the bins beyond it hold together a noisy mass
+       of ``t_2`` or more (records spread thinly over many bins, none of
+       which reaches ``t_2``).
 
     Guarantee: with probability at least ``1 - beta`` (``beta =
     failure_probability``) every noise draw is below its threshold in
@@ -253,7 +256,7 @@ def private_bounds(X, epsilon, *, failure_probability=1e-3, max_rows_per_user=1,
     if counts.shape != (_N_MAG,):
         raise ValueError(f"private_bounds: the first stage's counts must have shape ({_N_MAG},); got "
                          f"{counts.shape}.")
-    t1, passing = _passing(counts, eps1, m, beta, rng)
+    t1, passing, _ = _passing(counts, eps1, m, beta, rng)
     found = bool(passing.any())
     radius = float(MAGNITUDE_EDGES[np.flatnonzero(passing)[-1] + 1]) if found else 1.0
     counts = np.asarray(counts_of(radius), dtype=np.int64)
@@ -261,13 +264,20 @@ def private_bounds(X, epsilon, *, failure_probability=1e-3, max_rows_per_user=1,
         raise ValueError(f"private_bounds: the second stage's counts must have shape (n_features, {N_LINEAR}); "
                          f"got {counts.shape}.")
     d = counts.shape[0]
-    t2, passing = _passing(counts, eps2, m * d, beta, rng)
+    t2, passing, noisy = _passing(counts, eps2, m * d, beta, rng)
     edge_lo, edge_hi = _linear_edges(radius, d)
     lower, upper = np.full(d, -radius), np.full(d, radius)
     for f in range(d):
         bins = np.flatnonzero(passing[f])
-        if len(bins):
-            lower[f], upper[f] = edge_lo[bins[0]], edge_hi[bins[-1]]
+        if not len(bins):
+            continue
+        lo, hi = bins[0], bins[-1]
+        # a side keeps the hull's edge unless the bins beyond it hold, together, a noisy mass clearly above
+        # their noise (records spread thinly over many bins, none reaching t_2): then it widens to the radius
+        if noisy[f, :lo].sum() < t2:
+            lower[f] = edge_lo[lo]
+        if noisy[f, hi + 1:].sum() < t2:
+            upper[f] = edge_hi[hi]
     ledger = [ledger_entry("private box, stage 1 (noisy histogram of the records' largest magnitude)", "geometric",
                            sensitivity=float(m), scale=m / eps1, epsilon=eps1),
               ledger_entry(f"private box, stage 2 ({d} noisy histograms over [-M, M])", "geometric",
