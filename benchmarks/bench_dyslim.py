@@ -17,8 +17,9 @@ each), and the share of diverged trajectories (leaving 100 standard deviations).
     python benchmarks/bench_dyslim.py --seeds 2 --cases noisy clean   # the cases with bars only
     python benchmarks/bench_dyslim.py --seeds 3 --cases ablation --resume        # which measure term costs
                                                                       # accuracy on clean data
-    python benchmarks/bench_dyslim.py --first-seed 2 --seeds 3 --cases clean_cond --resume   # lambda_uncond=0
-                                                                      # on clean data, a row of the clean case
+    python benchmarks/bench_dyslim.py --first-seed 2 --seeds 3 --cases clean_cond noisy_cond --resume
+                                                                      # lambda_uncond=0: rows of the clean and
+                                                                      # noise 0.5 cases
     python benchmarks/bench_dyslim.py --first-seed 2 --seeds 3 --cases noisy --resume   # seeds 2-4 added to the
                                                                       # saved run (step costs are not carried over)
 """
@@ -35,15 +36,17 @@ from sklearn_icml.datasets import make_kuramoto_sivashinsky, make_lorenz63
 from sklearn_icml.dynamics import DySLIMRegressor, energy_spectrum_log_ratio, make_rollout_dataset
 from sklearn_icml.metrics import mmd2
 
-CASES = ("noisy", "clean", "noise03", "short", "pushforward", "ks", "cost", "ablation", "clean_cond")
-#: The conditional term alone (lambda_uncond = 0), a row of the clean case (``--cases clean_cond``).
+CASES = ("noisy", "clean", "noise03", "short", "pushforward", "ks", "cost", "ablation", "clean_cond", "noisy_cond")
+#: The conditional term alone (lambda_uncond = 0), a row of the clean and noise 0.5 cases (``--cases clean_cond
+#: noisy_cond``).
 COND_ONLY = "conditional term only (lambda_uncond=0)"
 GPU_CASES = ("gpu",)  # only on request (benchmarks/gpu.sh)
 #: The table cases each --cases choice measures.
 CASE_LABELS = {"noisy": ("noise 0.5",), "clean": ("clean",), "noise03": ("noise 0.3",),
                "short": ("noise 0.5, short data (40 x 100)",), "pushforward": ("noise 0.5, K=4, push-forward",),
                "ks": ("KS clean", "KS noise 0.5"), "cost": ("batch 256, MLP 3-64-64-3",),
-               "ablation": ("clean, 1000 steps", "noise 0.5, 1000 steps"), "clean_cond": (("clean", COND_ONLY),)}
+               "ablation": ("clean, 1000 steps", "noise 0.5, 1000 steps"), "clean_cond": (("clean", COND_ONLY),),
+               "noisy_cond": (("noise 0.5", COND_ONLY),)}
 #: Each choice measures whole cases (a case label) or one method's row of a case (a (case, method) pair).
 #: The measure terms switched on in the ablation: (label, lambda_uncond, lambda_cond, ours).
 ABLATION = (("MSE-only (lambda=0)", 0.0, 0.0, False), ("DySLIM (lambda=1)", 1.0, 1.0, True),
@@ -353,6 +356,8 @@ def main():
             _l63_case(tables, "clean", seed, sizes, noise=0.0)
         if "clean_cond" in args.cases:
             _l63_case(tables, "clean", seed, sizes, noise=0.0, variants=((0.0, 1.0, COND_ONLY, False),))
+        if "noisy_cond" in args.cases:
+            _l63_case(tables, "noise 0.5", seed, sizes, noise=0.5, variants=((0.0, 1.0, COND_ONLY, False),))
         if "noise03" in args.cases:
             _l63_case(tables, "noise 0.3", seed, sizes, noise=0.3)
         if "short" in args.cases:
