@@ -16,7 +16,6 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
 from ..privacy import (
-    ESTIMATOR_EPSILON,
     ContinualQuadtreeHistogram,
     PrivacyLeakWarning,
     gaussian_noise_scale,
@@ -34,7 +33,7 @@ from ..utils._dask import is_dask_collection
 from ..utils._random import SEED_MAX
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device
-from ..utils._validation import check_test_data, square_safe_max
+from ..utils._validation import ESTIMATOR_EPSILON, check_test_data, square_safe_max
 from ._exact_sums import group_sums as exact_group_sums
 from ._exact_sums import scale_exponents, step_pieces, step_sums
 from ._mettu_plaxton import bicriteria_to_k, nearest

@@ -10,7 +10,6 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..privacy import (
-    ESTIMATOR_EPSILON,
     PrivacyLeakWarning,
     gaussian_rounds_epsilon,
     gaussian_rounds_noise_multiplier,
@@ -23,6 +22,7 @@ from ..privacy._discrete import noise_random_state
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import as_numpy
 from ..utils._torch_base import TorchEstimatorMixin
+from ..utils._validation import ESTIMATOR_EPSILON
 from ._pe_voting import NearestVoter, nearest_votes, noisy_histogram
 
 __all__ = ["PrivateEvolution"]

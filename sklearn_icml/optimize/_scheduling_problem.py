@@ -388,8 +388,10 @@ class StageSchedulingProblem:
 
     @classmethod
     def from_dataset(cls, data, **kw):
-        """Build the problem from a dataset Bunch (:func:`~sklearn_icml.datasets.make_scheduling_dag`,
-        :func:`~sklearn_icml.datasets.load_dcs_graph`).
+        """Build the problem from a dataset Bunch of the scheduling generators.
+
+        The Bunch is what :func:`~sklearn_icml.datasets.make_scheduling_dag` and
+        :func:`~sklearn_icml.datasets.load_dcs_graph` return.
 
         Parameters
         ----------

@@ -16,9 +16,7 @@
   :func:`split_budget` (parts that never add up to more than the total);
 * a private box for data without public bounds (:func:`private_bounds`, from
   the additive counts of :func:`grid_histogram`);
-* :class:`PrivacyLeakWarning`, and ``ESTIMATOR_EPSILON``: the epsilon
-  constraint of every private estimator (in ``[1e-3, 1e6]``, never a
-  boolean).
+* :class:`PrivacyLeakWarning`.
 
 Every release adds exact discrete noise (discrete Laplace or Gaussian, drawn from
 uniform integers) on a power-of-two grid, so that its reachable outputs do not
@@ -34,7 +32,7 @@ its input (finite data and bounds, ``0 < epsilon < inf``, ``0 <= delta < 1``).
 """
 
 from ._accounting import Accountant, ledger_entry, split_budget
-from ._bounds import MAGNITUDE_EDGES, N_LINEAR, PrivateBounds, grid_histogram, private_bounds
+from ._bounds import PrivateBounds, grid_histogram, private_bounds
 from ._continual import ContinualQuadtreeHistogram
 from ._exceptions import PrivacyLeakWarning
 from ._local_hashing import olh_count_std, olh_parameters
@@ -48,13 +46,9 @@ from ._mechanisms import (
 from ._quadtree import QuadtreeHistogram, private_quadtree_histogram
 from ._rounds import gaussian_rounds_epsilon, gaussian_rounds_noise_multiplier
 from ._sums import noisy_group_sums
-from ._validation import ESTIMATOR_EPSILON
 
 __all__ = [
-    "MAGNITUDE_EDGES",
-    "N_LINEAR",
     "Accountant",
-    "ESTIMATOR_EPSILON",
     "ContinualQuadtreeHistogram",
     "PrivacyLeakWarning",
     "PrivateBounds",

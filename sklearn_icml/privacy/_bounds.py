@@ -41,12 +41,36 @@ N_LINEAR = 32
 
 
 class PrivateBounds(NamedTuple):
-    """The released box (see :func:`private_bounds`).
+    """The box released by :func:`private_bounds`.
 
-    ``lower`` and ``upper`` of shape (n_features,); the ledger entries of the
-    two stages; their thresholds ``(t_1, t_2)``; the common radius ``M``; and
-    ``found``, whether a bin of the first stage reached its threshold (where
-    not, ``M`` is the fallback 1).
+    Parameters
+    ----------
+    lower : ndarray of shape (n_features,)
+        Lower bounds (grid points).
+    upper : ndarray of shape (n_features,)
+        Upper bounds (grid points), ``upper > lower``.
+    ledger : list of dict
+        The ledger entries of the two stages (see :func:`ledger_entry`).
+    threshold : tuple of int
+        The two stages' thresholds ``(t_1, t_2)``.
+    radius : float
+        The common radius ``M`` of the first stage (a power of two).
+    found : bool
+        Whether a bin of the first stage reached its threshold (where not,
+        ``M`` is the fallback 1).
+
+    See Also
+    --------
+    private_bounds : The release.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_icml.privacy import private_bounds
+    >>> box = private_bounds(np.random.RandomState(0).normal(size=(5000, 2)), 1.0, random_state=0)
+    >>> lower, upper, *_ = box
+    >>> bool(np.all(lower < upper)), box.found
+    (True, True)
     """
 
     lower: np.ndarray
@@ -90,10 +114,10 @@ def grid_histogram(X, radius=None):
 
     Examples
     --------
-    >>> from sklearn_icml.privacy import MAGNITUDE_EDGES, grid_histogram
+    >>> from sklearn_icml.privacy import grid_histogram
     >>> X = [[3.0, -0.5], [-0.25, 0.0]]
-    >>> [(float(MAGNITUDE_EDGES[b]), float(MAGNITUDE_EDGES[b + 1])) for b in grid_histogram(X).nonzero()[0]]
-    [(0.25, 0.5), (2.0, 4.0)]
+    >>> grid_histogram(X).nonzero()[0]  # the bins [2**-2, 2**-1) and [2**1, 2**2)
+    array([ 99, 102])
     >>> [row.nonzero()[0].tolist() for row in grid_histogram(X, radius=4.0)]  # bins of width 1/4
     [[15, 28], [14, 16]]
     """
@@ -124,8 +148,8 @@ def _threshold(epsilon, sensitivity, n_tests, failure_probability):
 def _passing(counts, epsilon, sensitivity, failure_probability, rng):
     """The threshold and the mask of the bins whose noisy count (geometric noise) reaches it."""
     t = _threshold(epsilon, sensitivity, counts.size, failure_probability)
-    noisy = geometric_mechanism(counts, sensitivity=sensitivity, epsilon=epsilon, random_state=rng)
-    return t, np.asarray(noisy) >= t
+    noisy = np.asarray(geometric_mechanism(counts, sensitivity=sensitivity, epsilon=epsilon, random_state=rng))
+    return t, noisy >= t, noisy
 
 
 @validate_params(
@@ -150,7 +174,10 @@ def private_bounds(X, epsilon, *, failure_probability=1e-3, max_rows_per_user=1,
     2. Each feature over ``N_LINEAR = 32`` equal bins of ``[-M, M]``: L1
        sensitivity ``n_features``, ``t_2`` about ``(2 n_features / epsilon)
        ln(4 * 32 n_features / beta)``. A feature's box is the hull of its
-       passing bins, ``[-M, M]`` when none passes.
+       passing bins, ``[-M, M]`` when none passes; a side of the hull
+       widens to ``M`` when the bins beyond it hold together a noisy mass
+       of ``t_2`` or more (records spread thinly over many bins, none of
+       which reaches ``t_2``).
 
     Guarantee: with probability at least ``1 - beta`` (``beta =
     failure_probability``) every noise draw is below its threshold in
@@ -229,7 +256,7 @@ def private_bounds(X, epsilon, *, failure_probability=1e-3, max_rows_per_user=1,
     if counts.shape != (_N_MAG,):
         raise ValueError(f"private_bounds: the first stage's counts must have shape ({_N_MAG},); got "
                          f"{counts.shape}.")
-    t1, passing = _passing(counts, eps1, m, beta, rng)
+    t1, passing, _ = _passing(counts, eps1, m, beta, rng)
     found = bool(passing.any())
     radius = float(MAGNITUDE_EDGES[np.flatnonzero(passing)[-1] + 1]) if found else 1.0
     counts = np.asarray(counts_of(radius), dtype=np.int64)
@@ -237,13 +264,20 @@ def private_bounds(X, epsilon, *, failure_probability=1e-3, max_rows_per_user=1,
         raise ValueError(f"private_bounds: the second stage's counts must have shape (n_features, {N_LINEAR}); "
                          f"got {counts.shape}.")
     d = counts.shape[0]
-    t2, passing = _passing(counts, eps2, m * d, beta, rng)
+    t2, passing, noisy = _passing(counts, eps2, m * d, beta, rng)
     edge_lo, edge_hi = _linear_edges(radius, d)
     lower, upper = np.full(d, -radius), np.full(d, radius)
     for f in range(d):
         bins = np.flatnonzero(passing[f])
-        if len(bins):
-            lower[f], upper[f] = edge_lo[bins[0]], edge_hi[bins[-1]]
+        if not len(bins):
+            continue
+        lo, hi = bins[0], bins[-1]
+        # a side keeps the hull's edge unless the bins beyond it hold, together, a noisy mass clearly above
+        # their noise (records spread thinly over many bins, none reaching t_2): then it widens to the radius
+        if noisy[f, :lo].sum() < t2:
+            lower[f] = edge_lo[lo]
+        if noisy[f, hi + 1:].sum() < t2:
+            upper[f] = edge_hi[hi]
     ledger = [ledger_entry("private box, stage 1 (noisy histogram of the records' largest magnitude)", "geometric",
                            sensitivity=float(m), scale=m / eps1, epsilon=eps1),
               ledger_entry(f"private box, stage 2 ({d} noisy histograms over [-M, M])", "geometric",

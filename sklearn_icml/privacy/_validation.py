@@ -10,26 +10,19 @@ from numbers import Real
 import numpy as np
 
 from ..utils._sklearn_private import Interval
+from ..utils._validation import RealNotBool
 
-__all__ = ["DELTA", "DELTA_POSITIVE", "EPSILON", "ESTIMATOR_EPSILON", "NOT_BOOL_REAL", "POSITIVE", "MAX_ABS_BOUND",
+__all__ = ["DELTA", "DELTA_POSITIVE", "EPSILON", "NOT_BOOL_REAL", "POSITIVE", "MAX_ABS_BOUND",
            "MAX_NOISE_SCALE", "MIN_NOISE_SCALE",
            "check_box", "check_finite", "check_noise_scale"]
 
 
 
-class _RealNotBool(Interval):
-    """An :class:`Interval` of reals that refuses booleans (``True`` is not an epsilon of 1)."""
-
-    def is_satisfied_by(self, val):
-        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
+_RealNotBool = RealNotBool
 
 
 #: epsilon: finite and positive (``inf`` would mean no noise at all, i.e. no privacy); never a boolean
 EPSILON = [_RealNotBool(Real, 0, np.inf, closed="neither")]
-#: epsilon of a private estimator's fit, one policy for every private estimator: in [1e-3, 1e6], never a
-#: boolean (below 1e-3 every release is noise and the accountants lose their resolution; above 1e6 nothing is
-#: private)
-ESTIMATOR_EPSILON = [_RealNotBool(Real, 1e-3, 1e6, closed="both")]
 #: the real-valued interval constraint that refuses booleans, for the estimators' other budget parameters
 NOT_BOOL_REAL = _RealNotBool
 #: delta of an approximate-DP release: in [0, 1)

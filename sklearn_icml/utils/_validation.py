@@ -1,13 +1,31 @@
 """Input checks shared by the estimators beyond scikit-learn's ``validate_data``."""
 
+from numbers import Real
+
 import numpy as np
 
-__all__ = ["FLOAT32_SAFE_MAX", "check_float32_range", "check_test_data", "check_value_range", "square_safe_max",
+from ._sklearn_private import Interval
+
+__all__ = ["ESTIMATOR_EPSILON", "FLOAT32_SAFE_MAX", "RealNotBool", "check_float32_range",
+           "check_test_data", "check_value_range", "square_safe_max",
            "standardization"]
 
 #: Largest magnitude accepted by estimators that compute in float32: float32's maximum with three orders of
 #: magnitude to spare for the sums, squares and products a network or a norm forms on the way.
 FLOAT32_SAFE_MAX = float(np.finfo(np.float32).max) / 1e3
+
+
+class RealNotBool(Interval):
+    """An :class:`Interval` of reals that refuses booleans (``True`` is not an epsilon of 1)."""
+
+    def is_satisfied_by(self, val):
+        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
+
+
+#: epsilon of a private estimator's fit, one policy for every private estimator: in [1e-3, 1e6], never a
+#: boolean (below 1e-3 every release is noise and the accountants lose their resolution; above 1e6 nothing is
+#: private)
+ESTIMATOR_EPSILON = [RealNotBool(Real, 1e-3, 1e6, closed="both")]
 
 
 def check_test_data(estimator, X):
