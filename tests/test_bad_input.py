@@ -16,6 +16,7 @@ each with its expected outcome.
 """
 
 import copy
+import math
 import re
 import warnings
 from numbers import Real
@@ -661,3 +662,15 @@ def test_cpsat_refuses_weights_beyond_its_integers():
     huge = StageSchedulingProblem(p.edges, np.full(p.n_nodes, 1e100), n_stages=4)
     with pytest.raises(ValueError, match="64-bit integer"):
         CPSATScheduler(time_limit=1.0).fit(huge)
+
+
+@pytest.mark.parametrize("epsilon", [51.0, 709.0, 1e6])
+def test_local_hashing_never_rounds_away_the_noise(epsilon):
+    """Beyond about 53 the keep probability of a local report would be exactly 1.0 in float64 (no randomisation):
+    larger budgets are spent as 50, so every report stays randomised and within the budget asked for."""
+    from sklearn_icml.privacy import olh_parameters
+
+    g, p = olh_parameters(epsilon)
+    assert (g, p) == olh_parameters(50.0)
+    assert 0.5 < p < 1.0 and g >= 2
+    assert math.log(p * (g - 1) / (1 - p)) <= 50.0 * (1 + 1e-9) <= epsilon
