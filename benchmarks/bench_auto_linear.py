@@ -45,6 +45,7 @@ import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.preprocessing import StandardScaler
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _bench import Table, bench_args, emit, results_path  # noqa: E402
@@ -96,31 +97,25 @@ def _cv(seed):
     return KFold(CV_FOLDS, shuffle=True, random_state=seed)
 
 
-def _scaled(A, scale):
-    return A / scale
-
-
 def _tuned_mlp(S, V, seed):
     """The paired-only MLP as a careful user fits it: scaled traces, standardised logs, a grid search on the pairs.
 
-    The traces are divided by their overall standard deviation (per-sample standardisation would blow up the
-    first samples, which are zero up to rounding on the pairs); each cell of the logs is standardised.
+    The traces are divided by their overall standard deviation on the pairs (per-sample standardisation would
+    blow up the first samples, which are zero up to rounding on the pairs); each cell of the logs is
+    standardised. Returns the predict function (on raw traces).
     """
     from sklearn.compose import TransformedTargetRegressor
     from sklearn.model_selection import GridSearchCV
     from sklearn.neural_network import MLPRegressor
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
-    scale = FunctionTransformer(_scaled, kw_args={"scale": float(S.std())})
-    mlp = TransformedTargetRegressor(make_pipeline(scale, MLPRegressor(max_iter=MLP_ITER, random_state=seed)),
-                                     transformer=StandardScaler())
-    grid = {"regressor__mlpregressor__alpha": MLP_ALPHAS,
-            "regressor__mlpregressor__hidden_layer_sizes": MLP_SIZES}
+    scale = float(S.std())
+    mlp = TransformedTargetRegressor(MLPRegressor(max_iter=MLP_ITER, random_state=seed), transformer=StandardScaler())
+    grid = {"regressor__alpha": MLP_ALPHAS, "regressor__hidden_layer_sizes": MLP_SIZES}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # the grid's weakest settings stop at max_iter
-        return GridSearchCV(mlp, grid, cv=_cv(seed), scoring="neg_mean_absolute_error",
-                            n_jobs=int(os.environ.get("BENCH_CV_JOBS", "1"))).fit(S, V)
+        search = GridSearchCV(mlp, grid, cv=_cv(seed), scoring="neg_mean_absolute_error",
+                              n_jobs=int(os.environ.get("BENCH_CV_JOBS", "1"))).fit(S / scale, V)
+    return lambda A: search.predict(A / scale)
 
 
 def _tuned_pls(A, B, seed):
@@ -138,7 +133,7 @@ def _inverse_peers(S, V, seed):
     return {
         "RidgeCV (raw traces)": RidgeCV(alphas=ALPHAS).fit(S, V).predict,
         PLS: _tuned_pls(S, V, seed).predict,
-        MLP: _tuned_mlp(S, V, seed).predict,
+        MLP: _tuned_mlp(S, V, seed),
         "mean log": _constant(V.mean(axis=0)),
     }
 

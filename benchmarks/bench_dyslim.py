@@ -17,6 +17,9 @@ each), and the share of diverged trajectories (leaving 100 standard deviations).
     python benchmarks/bench_dyslim.py --seeds 2 --cases noisy clean   # the cases with bars only
     python benchmarks/bench_dyslim.py --seeds 3 --cases ablation --resume        # which measure term costs
                                                                       # accuracy on clean data
+    python benchmarks/bench_dyslim.py --first-seed 2 --seeds 3 --cases clean_cond noisy_cond --resume
+                                                                      # lambda_uncond=0: rows of the clean and
+                                                                      # noise 0.5 cases
     python benchmarks/bench_dyslim.py --first-seed 2 --seeds 3 --cases noisy --resume   # seeds 2-4 added to the
                                                                       # saved run (step costs are not carried over)
 """
@@ -33,13 +36,18 @@ from sklearn_icml.datasets import make_kuramoto_sivashinsky, make_lorenz63
 from sklearn_icml.dynamics import DySLIMRegressor, energy_spectrum_log_ratio, make_rollout_dataset
 from sklearn_icml.metrics import mmd2
 
-CASES = ("noisy", "clean", "noise03", "short", "pushforward", "ks", "cost", "ablation")
+CASES = ("noisy", "clean", "noise03", "short", "pushforward", "ks", "cost", "ablation", "clean_cond", "noisy_cond")
+#: The conditional term alone (lambda_uncond = 0), a row of the clean and noise 0.5 cases (``--cases clean_cond
+#: noisy_cond``).
+COND_ONLY = "conditional term only (lambda_uncond=0)"
 GPU_CASES = ("gpu",)  # only on request (benchmarks/gpu.sh)
 #: The table cases each --cases choice measures.
 CASE_LABELS = {"noisy": ("noise 0.5",), "clean": ("clean",), "noise03": ("noise 0.3",),
                "short": ("noise 0.5, short data (40 x 100)",), "pushforward": ("noise 0.5, K=4, push-forward",),
                "ks": ("KS clean", "KS noise 0.5"), "cost": ("batch 256, MLP 3-64-64-3",),
-               "ablation": ("clean, 1000 steps", "noise 0.5, 1000 steps")}
+               "ablation": ("clean, 1000 steps", "noise 0.5, 1000 steps"), "clean_cond": (("clean", COND_ONLY),),
+               "noisy_cond": (("noise 0.5", COND_ONLY),)}
+#: Each choice measures whole cases (a case label) or one method's row of a case (a (case, method) pair).
 #: The measure terms switched on in the ablation: (label, lambda_uncond, lambda_cond, ours).
 ABLATION = (("MSE-only (lambda=0)", 0.0, 0.0, False), ("DySLIM (lambda=1)", 1.0, 1.0, True),
             ("conditional term only (lambda_uncond=0)", 0.0, 1.0, False),
@@ -77,7 +85,8 @@ def _resume(tables, args):
             continue
         for row in saved[table.title]["rows"]:
             for v in row["values"]:
-                if (row["case"] not in rerun or v["seed"] not in args.seeds) and v["value"] is not None:
+                measured = row["case"] in rerun or (row["case"], row["method"]) in rerun
+                if (not measured or v["seed"] not in args.seeds) and v["value"] is not None:
                     table.add(row["case"], row["method"], v["value"], ours=row["ours"], seed=v["seed"])
 
 
@@ -142,8 +151,9 @@ def _sindy_rollout(train):
     return lambda X0, n_steps: _hold_diverged(model.predict, X0, n_steps)
 
 
-def _l63_case(tables, case, seed, sizes, *, noise, n_train=None, n_steps=None, extra=None, sindy=False):
-    """Fit DySLIM (ours) and MSE-only on one Lorenz-63 setting; add the three metrics to ``tables``."""
+def _l63_case(tables, case, seed, sizes, *, noise, n_train=None, n_steps=None, extra=None, sindy=False,
+              variants=None):
+    """Fit DySLIM (ours) and MSE-only (or ``variants``) on one Lorenz-63 setting; add the metrics to ``tables``."""
     n_train = n_train or sizes["n_train"]
     n_steps = n_steps or sizes["n_steps"]
     train = make_lorenz63(n_train, n_steps, noise=noise, random_state=seed)
@@ -152,8 +162,9 @@ def _l63_case(tables, case, seed, sizes, *, noise, n_train=None, n_steps=None, e
     K = (extra or {}).get("n_rollout_steps", 1)
     X, y = make_rollout_dataset(train, n_rollout_steps=K)
     figures = {}
-    for lam, label, ours in ((1.0, "DySLIM (lambda=1)", True), (0.0, "MSE-only (lambda=0)", False)):
-        model = DySLIMRegressor(lambda_uncond=lam, lambda_cond=lam, max_iter=sizes["max_iter"], random_state=seed,
+    variants = variants or ((1.0, 1.0, "DySLIM (lambda=1)", True), (0.0, 0.0, "MSE-only (lambda=0)", False))
+    for lam_u, lam_c, label, ours in variants:
+        model = DySLIMRegressor(lambda_uncond=lam_u, lambda_cond=lam_c, max_iter=sizes["max_iter"], random_state=seed,
                                 **(extra or {}))
         start = time.perf_counter()
         model.fit(X, y)
@@ -343,6 +354,10 @@ def main():
             _l63_case(tables, "noise 0.5", seed, sizes, noise=0.5, sindy=True)
         if "clean" in args.cases:
             _l63_case(tables, "clean", seed, sizes, noise=0.0)
+        if "clean_cond" in args.cases:
+            _l63_case(tables, "clean", seed, sizes, noise=0.0, variants=((0.0, 1.0, COND_ONLY, False),))
+        if "noisy_cond" in args.cases:
+            _l63_case(tables, "noise 0.5", seed, sizes, noise=0.5, variants=((0.0, 1.0, COND_ONLY, False),))
         if "noise03" in args.cases:
             _l63_case(tables, "noise 0.3", seed, sizes, noise=0.3)
         if "short" in args.cases:

@@ -209,7 +209,7 @@ def _network_seed(family, seed, n_meta, n_targets, device):
 
 
 def network_tables(args, sizes, families):
-    """Median regret on held-out tasks after meta-training the default network, the paper's and the small one."""
+    """Median regret on held-out tasks after meta-training the default network and the paper's."""
     n_meta, n_targets = sizes["network_meta"], sizes["network_targets"]
     jobs = [(family, seed) for family in families for seed in args.seeds]
     if args.jobs > 1:

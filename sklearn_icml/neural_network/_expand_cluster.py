@@ -397,9 +397,11 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
             students = fit_students(students, X, Y, steps=self.student_max_iter, learning_rate=self.student_lr,
                                     batch_size=self.batch_size, device=device, random_state=generator,
                                     verbose=self.verbose, name=name).module
+            reporter.tick(1, stage=f"{n_students} students trained")
             if self.polish == "lbfgs" and self.student_polish_max_iter > 0:
                 students = polish_students(students, X, Y, max_iter=self.student_polish_max_iter, device=device,
                                            random_state=generator, name=name)
+                reporter.tick(2, stage="students polished")
             self.student_losses_ = student_losses(students, X, Y)
             reporter.message(f"students' MSE: best {self.student_losses_.min():.3g}, "
                              f"median {np.median(self.student_losses_):.3g}")
@@ -424,6 +426,7 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
                 if layer + 1 < self.n_hidden_layers:
                     losses, weights, biases = self._finetune_upper(weights, biases, layer + 1, X, Y, device,
                                                                    generator, name)
+                reporter.tick(3 + layer, stage=f"layer {layer + 1} recovered")
             self.n_dropped_clusters_ = np.asarray(dropped, dtype=int)
             coefs = [w[0].T.copy() for w in weights]
             intercepts = [b_[0].copy() for b_ in biases]

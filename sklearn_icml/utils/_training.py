@@ -210,13 +210,16 @@ class ProgressReporter:
         self._cpu_start = time.process_time()
         self._next_notice = SLOW_FIT_CPU_SECONDS
 
-    def tick(self, step):
+    def tick(self, step, stage=None):
         """Under ``verbose=0``, print the progress of a fit that has used 10 s of CPU (then every 30 s).
 
         Parameters
         ----------
         step : int
             Steps (epochs, iterations) done, out of ``max_iter``.
+        stage : str, default=None
+            What the fit has just finished, for fits made of unequal stages
+            (printed instead of the step and the time left).
         """
         if self.verbose:
             return
@@ -228,8 +231,9 @@ class ProgressReporter:
         if self.max_iter and 0 < step < self.max_iter:
             left = f", about {cpu * (self.max_iter - step) / step:.0f} s more at this pace"
         done = f"{step}/{self.max_iter}" if self.max_iter else f"{step}"
-        print(f"[{self.name}] still fitting: step {done} after {cpu:.0f} s of CPU{left} (verbose=1 prints the "
-              "losses; a smaller max_iter fits faster)", file=self.file or sys.stdout, flush=True)
+        where = f"{stage} after {cpu:.0f} s of CPU" if stage else f"step {done} after {cpu:.0f} s of CPU{left}"
+        print(f"[{self.name}] still fitting: {where} (verbose=1 prints the losses; a smaller max_iter fits "
+              "faster)", file=self.file or sys.stdout, flush=True)
 
     def _every(self):
         if self.verbose >= 2 or not self.max_iter or self.max_iter <= 50:

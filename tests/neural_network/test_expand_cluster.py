@@ -274,3 +274,16 @@ def test_two_hidden_layers_run_layer_by_layer():
     assert [c.shape[1] for c in deep.coefs_[:-1]] == list(deep.hidden_layer_sizes_)
     h = np.tanh(np.tanh(X @ deep.coefs_[0] + deep.intercepts_[0]) @ deep.coefs_[1] + deep.intercepts_[1])
     np.testing.assert_allclose(deep.predict(X), (h @ deep.coefs_[2] + deep.intercepts_[2]).ravel(), atol=1e-10)
+
+
+def test_a_long_silent_fit_names_its_stages(monkeypatch, capsys):
+    from sklearn_icml.utils import _training
+
+    monkeypatch.setattr(_training, "SLOW_FIT_CPU_SECONDS", 0.0)  # every fit counts as long here
+    X, y, _ = _teacher()
+    ExpandAndCluster(**_TINY, student_max_iter=20).fit(X, y)
+    out = capsys.readouterr().out
+    assert "[ExpandAndCluster] still fitting: 3 students trained after " in out
+    monkeypatch.setattr(_training, "SLOW_FIT_CPU_SECONDS", 1e9)
+    ExpandAndCluster(**_TINY, student_max_iter=20).fit(X, y)
+    assert capsys.readouterr().out == ""
