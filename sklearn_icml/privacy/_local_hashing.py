@@ -23,8 +23,8 @@ from numbers import Integral
 
 import numpy as np
 
+from ..utils._cells import pack_keys
 from ..utils._sklearn_private import Interval, validate_params
-from ._cells import pack_keys
 from ._hashing import hash_np, hash_torch
 from ._validation import EPSILON
 
