@@ -674,3 +674,41 @@ def test_local_hashing_never_rounds_away_the_noise(epsilon):
     assert (g, p) == olh_parameters(50.0)
     assert 0.5 < p < 1.0 and g >= 2
     assert math.log(p * (g - 1) / (1 - p)) <= 50.0 * (1 + 1e-9) <= epsilon
+
+
+def _pe(**params):
+    from sklearn_icml.generative import PrivateEvolution
+
+    base = dict(bounds=(-5.0, 5.0), n_iterations=2, n_synthetic=20, random_state=0)
+    return PrivateEvolution(**{**base, **params})
+
+
+_BAD_CALLABLES = {
+    "embedder returns too few rows": dict(embedder=lambda Z: Z[:3]),
+    "embedder returns NaN": dict(embedder=lambda Z: np.full_like(Z, np.nan)),
+    "embedder returns strings": dict(embedder=lambda Z: np.full(Z.shape, "x", dtype=object)),
+    "variation returns NaN": dict(variation=lambda S, degree, rng: np.full_like(S, np.nan)),
+    "variation changes the shape": dict(variation=lambda S, degree, rng: S[:, :1]),
+}
+
+
+@pytest.mark.parametrize("case", list(_BAD_CALLABLES), ids=list(_BAD_CALLABLES))
+def test_callables_that_misbehave_are_named(case):
+    X = np.random.RandomState(0).randn(100, 2)
+    with pytest.raises(ValueError, match="embedder|variation"):
+        _pe(**_BAD_CALLABLES[case]).fit(X)
+
+
+@pytest.mark.parametrize("bounds", [("a", "b"), ([0.0, 0.0, 0.0], [1.0, 1.0, 1.0]), (0.0, 1.0, 2.0)])
+def test_bounds_that_are_not_a_box_are_named(bounds):
+    with pytest.raises(ValueError, match="bounds"):
+        _pe(bounds=bounds).fit(np.random.RandomState(0).randn(100, 2))
+
+
+def test_scores_that_overflow_say_so():
+    X = np.random.RandomState(0).randn(100, 2)
+    model = _pe().fit(X)
+    assert np.isfinite(model.score(X))
+    for scale in (1e20, 1e300):
+        with pytest.raises(ValueError, match="score.*overflow"):
+            model.score(X * scale)
