@@ -1,4 +1,5 @@
-"""The layering rules: the ground imports no family, and no two modules import each other.
+"""The layering rules: the ground imports no family, a family imports only the public names of another
+package, and no two modules import each other.
 
 A static scan of the relative imports of every module (those inside functions too, which a
 runtime check of ``sys.modules`` misses), checked on the package and on planted faults.
@@ -14,11 +15,16 @@ FAMILIES = ("bandits", "cluster", "cross_domain", "dynamics", "finetune", "gener
 GROUND = ("utils", "datasets", "privacy")
 
 #: Known exceptions, each with what remains to be done; the scan fails on any other.
-KNOWN_CIRCLES = {
-    ("cluster._private_kmeans", "cluster._private_kmeans_dask"):
-        "the in-memory fit dispatches to the Dask path, which reuses its kernels (to be split below both)",
-}
+KNOWN_CIRCLES = {}
 KNOWN_GROUND_IMPORTS = {}
+#: ``utils`` is the house's internal toolkit: its private modules are shared by every package on purpose.
+SHARED_INTERNALS = ("utils",)
+KNOWN_PRIVATE_IMPORTS = {
+    ("generative._pe_voting", "privacy._discrete"):
+        "add_noise is public now; gaussian_on_grid is not exported yet",
+    ("generative._private_evolution", "privacy._discrete"): "noise_random_state is public: switch the import",
+    ("bandits._env", "datasets._bandits"): "the generator is to move below the family (datasets imports no family)",
+}
 
 
 def relative_imports(root):
@@ -64,6 +70,21 @@ def ground_imports(edges, top):
     return found
 
 
+def private_imports(edges, top):
+    """``(family module, private module)`` pairs where a family imports a private module of another package."""
+    found = set()
+    for a, targets in edges.items():
+        rel = a.removeprefix(top + ".")
+        family = rel.split(".")[0]
+        if family not in FAMILIES:
+            continue
+        for b in targets:
+            parts = b.removeprefix(top + ".").split(".")
+            if parts[0] not in (family, *SHARED_INTERNALS) and any(p.startswith("_") for p in parts[1:]):
+                found.add((rel, ".".join(parts)))
+    return found
+
+
 def _strip(pairs, top):
     return {tuple(p.removeprefix(top + ".") for p in pair) for pair in pairs}
 
@@ -80,9 +101,28 @@ def test_the_ground_imports_no_family():
     assert found <= set(KNOWN_GROUND_IMPORTS), sorted(found - set(KNOWN_GROUND_IMPORTS))
 
 
+def test_a_family_imports_only_public_names_of_another_package():
+    root = pathlib.Path(sklearn_icml.__file__).parent
+    found = private_imports(relative_imports(root), "sklearn_icml")
+    assert found <= set(KNOWN_PRIVATE_IMPORTS), sorted(found - set(KNOWN_PRIVATE_IMPORTS))
+
+
+def test_private_kmeans_layers():
+    """The Dask path sits above the in-memory kernels, the in-memory module dispatches to it, not the reverse."""
+    root = pathlib.Path(sklearn_icml.__file__).parent
+    edges = relative_imports(root)
+    top = "sklearn_icml.cluster."
+    assert top + "_private_kmeans_kernels" in edges[top + "_private_kmeans_dask"]
+    assert top + "_private_kmeans_dask" in edges[top + "_private_kmeans"]
+    assert top + "_private_kmeans" not in edges[top + "_private_kmeans_dask"]
+    assert not {top + "_private_kmeans", top + "_private_kmeans_dask"} & edges[top + "_private_kmeans_kernels"]
+    assert not any(b.startswith("sklearn_icml.privacy._") for b in edges[top + "_private_kmeans"]
+                   | edges[top + "_private_kmeans_dask"] | edges[top + "_private_kmeans_kernels"])
+
+
 def test_the_scan_catches_planted_faults(tmp_path):
     pkg = tmp_path / "pkg"
-    for folder in ("metrics", "utils", "bandits"):
+    for folder in ("metrics", "utils", "bandits", "privacy"):
         (pkg / folder).mkdir(parents=True)
         (pkg / folder / "__init__.py").write_text("")
     (pkg / "__init__.py").write_text("")
@@ -90,6 +130,10 @@ def test_the_scan_catches_planted_faults(tmp_path):
     (pkg / "metrics" / "_b.py").write_text("from ._a import f\n")
     (pkg / "metrics" / "_c.py").write_text("from . import _a\n")  # one way only: fine
     (pkg / "utils" / "_x.py").write_text("def h():\n    from ..bandits import Env\n")
+    (pkg / "privacy" / "_noise.py").write_text("")
+    (pkg / "bandits" / "_p.py").write_text("def k():\n    from ..privacy._noise import z\n")  # private, lazy
+    (pkg / "bandits" / "_q.py").write_text("from ..privacy import z\nfrom ..utils._x import h\nfrom ._p import k\n")
     edges = relative_imports(pkg)
     assert circles(edges) == {("pkg.metrics._a", "pkg.metrics._b")}
     assert ground_imports(edges, "pkg") == {("utils._x", "bandits")}
+    assert private_imports(edges, "pkg") == {("bandits._p", "privacy._noise")}

@@ -18,25 +18,30 @@ from sklearn.utils.validation import validate_data
 from ..privacy import (
     ContinualQuadtreeHistogram,
     PrivacyLeakWarning,
+    add_noise,
+    exponential_choice,
     gaussian_noise_scale,
     grid_histogram,
+    grid_laplace,
     ledger_entry,
+    noise_random_state,
     noisy_group_sums,
     olh_count_std,
     private_bounds,
     private_quadtree_histogram,
+    release_group_totals,
+    secret_seed,
     split_budget,
 )
-from ..privacy._discrete import add_noise, exponential_choice, grid_laplace, noise_random_state, secret_seed
-from ..privacy._sums import release_group_totals
 from ..utils._dask import is_dask_collection
 from ..utils._random import SEED_MAX
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device
-from ..utils._validation import ESTIMATOR_EPSILON, check_test_data, square_safe_max
+from ..utils._validation import ESTIMATOR_EPSILON, check_test_data
 from ._exact_sums import group_sums as exact_group_sums
 from ._exact_sums import scale_exponents, step_pieces, step_sums
 from ._mettu_plaxton import bicriteria_to_k, nearest
+from ._private_kmeans_kernels import assign, scaled_sq_distances
 
 __all__ = ["PrivateKMeans"]
 
@@ -80,41 +85,6 @@ def _auto_components(n_features, n_estimate, epsilon):
 def _auto_levels(n_estimate, n_dims, epsilon):
     """Depth at which a cell of uniformly spread records holds about as many records as its noise."""
     return int(np.clip(round(_signal_bits(n_estimate, epsilon) / n_dims) + 1, 2, 62 // n_dims))
-
-
-def _scaled_sq_distances(X, centers):
-    """Squared distances of the records to the centres, each row divided by its record's scale squared.
-
-    The differences ``x - c`` are finite (the centres lie in the box, within
-    +-1e150); those of a record whose squares would overflow (beyond
-    :func:`~sklearn_icml.utils._validation.square_safe_max`, 1e300 say) are
-    divided by the power of two just below its peak (exact) before squaring;
-    other records have scale 1. Returns the scales ``s`` of shape (n,) and the
-    (n, k) squared distances over ``s**2``.
-    """
-    peak = np.abs(X).max(axis=1, initial=0.0)
-    s = np.where(peak > square_safe_max(), np.ldexp(1.0, np.frexp(peak)[1] - 1), 1.0)
-    diff = X[:, None, :] - centers[None, :, :]
-    diff /= s[:, None, None]
-    return s, (diff ** 2).sum(axis=2)
-
-
-def assign(X, centers):
-    """Nearest centre of every record and the k-means cost, for records of any finite magnitude.
-
-    Records far outside the box go through :func:`_scaled_sq_distances`, so
-    the assignment does not overflow; the cost is ``inf`` when it exceeds
-    float64's range.
-    """
-    huge = np.abs(X).max(axis=1, initial=0.0) > square_safe_max()
-    if huge.any():
-        labels = np.empty(len(X), dtype=np.int64)
-        labels[~huge] = nearest(X[~huge], centers)
-        labels[huge] = _scaled_sq_distances(X[huge], centers)[1].argmin(axis=1)
-    else:
-        labels = nearest(X, centers)
-    with np.errstate(over="ignore"):
-        return labels, float(((X - centers[labels]) ** 2).sum())
 
 
 class _Geometry:
@@ -697,7 +667,7 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         ``epsilon``-DP (McSherry and Talwar, 2007; Dwork and Roth, 2014,
         Section 3.4). The choice is sampled exactly, on costs floored to a
         grid of ``2**-30 Delta`` (which adds one grid step to ``Delta``):
-        ``privacy._discrete.exponential_choice``.
+        ``privacy.exponential_choice``.
         """
         lower, upper = self.bounds_
         diam2 = float(np.sum((upper - lower) ** 2))
@@ -1010,7 +980,7 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         """
         X = check_test_data(self, X)
         X = np.asarray(X, dtype=np.float64)
-        scale, sq = _scaled_sq_distances(X, self.cluster_centers_)
+        scale, sq = scaled_sq_distances(X, self.cluster_centers_)
         with np.errstate(over="ignore"):
             distances = np.sqrt(sq) * scale[:, None]
         if not np.all(np.isfinite(distances)):

@@ -14,6 +14,12 @@
   :func:`gaussian_rounds_noise_multiplier`);
 * budget bookkeeping: :class:`Accountant`, :func:`ledger_entry` and
   :func:`split_budget` (parts that never add up to more than the total);
+* the exact discrete samplers underneath: :func:`grid_laplace` and
+  :func:`add_noise`, the exponential mechanism :func:`exponential_choice`,
+  the noise sources :func:`noise_random_state` and :func:`secret_seed`;
+* the parts of a release whose exact totals are reduced elsewhere (blocks of
+  a Dask collection): :func:`release_group_totals`, and for the quadtree
+  :func:`grow_tree`, :func:`noisy_tree_counts` and :func:`tree_count_ledger`;
 * a private box for data without public bounds (:func:`private_bounds`, from
   the additive counts of :func:`grid_histogram`);
 * :class:`PrivacyLeakWarning`.
@@ -34,6 +40,7 @@ its input (finite data and bounds, ``0 < epsilon < inf``, ``0 <= delta < 1``).
 from ._accounting import Accountant, ledger_entry, split_budget
 from ._bounds import PrivateBounds, grid_histogram, private_bounds
 from ._continual import ContinualQuadtreeHistogram
+from ._discrete import add_noise, exponential_choice, grid_laplace, noise_random_state, secret_seed
 from ._exceptions import PrivacyLeakWarning
 from ._local_hashing import olh_count_std, olh_parameters
 from ._mechanisms import (
@@ -43,9 +50,15 @@ from ._mechanisms import (
     geometric_mechanism,
     laplace_mechanism,
 )
-from ._quadtree import QuadtreeHistogram, private_quadtree_histogram
+from ._quadtree import (
+    QuadtreeHistogram,
+    grow_tree,
+    noisy_tree_counts,
+    private_quadtree_histogram,
+    tree_count_ledger,
+)
 from ._rounds import gaussian_rounds_epsilon, gaussian_rounds_noise_multiplier
-from ._sums import noisy_group_sums
+from ._sums import noisy_group_sums, release_group_totals
 
 __all__ = [
     "Accountant",
@@ -53,6 +66,8 @@ __all__ = [
     "PrivacyLeakWarning",
     "PrivateBounds",
     "QuadtreeHistogram",
+    "add_noise",
+    "exponential_choice",
     "gaussian_delta",
     "gaussian_mechanism",
     "gaussian_noise_scale",
@@ -60,12 +75,19 @@ __all__ = [
     "gaussian_rounds_noise_multiplier",
     "geometric_mechanism",
     "grid_histogram",
+    "grid_laplace",
+    "grow_tree",
     "laplace_mechanism",
     "ledger_entry",
+    "noise_random_state",
     "noisy_group_sums",
+    "noisy_tree_counts",
     "olh_count_std",
     "olh_parameters",
     "private_bounds",
     "private_quadtree_histogram",
+    "release_group_totals",
+    "secret_seed",
     "split_budget",
+    "tree_count_ledger",
 ]

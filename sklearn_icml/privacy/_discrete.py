@@ -45,12 +45,15 @@ Sources of the uniform integers:
 import math
 import os
 from fractions import Fraction
+from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
 from sklearn.utils import check_random_state
 
+from ..utils._sklearn_private import Interval, validate_params
 from ._hashing import hashed_bits
+from ._validation import EPSILON, POSITIVE, check_finite
 
 __all__ = [
     "CounterDraws",
@@ -132,16 +135,43 @@ class SecureRandomState(np.random.RandomState):
         return out
 
 
+@validate_params({"rng": [np.random.RandomState]}, prefer_skip_nested_validation=True)
 def secret_seed(rng):
-    """A 63-bit seed for counter-based noise: from ``os.urandom`` for a :class:`SecureRandomState`, else from
-    ``rng`` (reproducible)."""
+    """A 63-bit seed for counter-based noise.
+
+    Drawn from ``os.urandom`` when ``rng`` is the cryptographic generator that
+    :func:`noise_random_state` returns for None, else from ``rng`` (reproducible).
+
+    Parameters
+    ----------
+    rng : numpy.random.RandomState
+        From :func:`noise_random_state`.
+
+    Returns
+    -------
+    seed : int
+        In ``[0, 2**63)``.
+
+    Examples
+    --------
+    >>> from sklearn_icml.privacy import noise_random_state, secret_seed
+    >>> secret_seed(noise_random_state(0)) == secret_seed(noise_random_state(0))
+    True
+    >>> 0 <= secret_seed(noise_random_state(None)) < 2 ** 63
+    True
+    """
     if isinstance(rng, SecureRandomState):
         return int(rng.secure_integers(1 << 62, 1)[0]) * 2 + int(rng.secure_integers(2, 1)[0])
     return int(rng.randint(0, 2 ** 63, dtype=np.int64))
 
 
+@validate_params({"random_state": ["random_state"]}, prefer_skip_nested_validation=True)
 def noise_random_state(random_state):
-    """The ``RandomState`` a release draws its noise from: :class:`SecureRandomState` for None.
+    """The ``RandomState`` a release draws its noise from.
+
+    For None, a ``RandomState`` whose noise comes from the operating system's
+    cryptographic generator (``os.urandom``); otherwise scikit-learn's
+    ``check_random_state(random_state)``.
 
     Parameters
     ----------
@@ -152,6 +182,13 @@ def noise_random_state(random_state):
     Returns
     -------
     rng : numpy.random.RandomState
+        The source of the uniform integers every sampler of the package draws.
+
+    Examples
+    --------
+    >>> from sklearn_icml.privacy import noise_random_state
+    >>> noise_random_state(0).randint(10) == noise_random_state(0).randint(10)
+    True
     """
     if random_state is None:
         return SecureRandomState()
@@ -426,6 +463,11 @@ def rounding_slack(grid, n_rounded, integer, norm):
     return Fraction(grid) * (n_rounded if norm == 1 else Fraction(float_at_least(math.sqrt(n_rounded))))
 
 
+@validate_params(
+    {"sensitivity": POSITIVE, "epsilon": EPSILON, "n_rounded": [Interval(Integral, 1, None, closed="left")],
+     "integer": ["boolean"]},
+    prefer_skip_nested_validation=True,
+)
 def grid_laplace(sensitivity, epsilon, *, n_rounded, integer=False):
     """Laplace noise that makes a release of L1 ``sensitivity`` ``epsilon``-DP on its grid.
 
@@ -444,7 +486,16 @@ def grid_laplace(sensitivity, epsilon, *, n_rounded, integer=False):
 
     Returns
     -------
-    GridNoise
+    noise : GridNoise
+        A named tuple ``(kind, grid, scale, sensitivity)``: the grid step, the
+        Laplace scale and the sensitivity on the grid, for :func:`add_noise`.
+
+    Examples
+    --------
+    >>> from sklearn_icml.privacy import grid_laplace
+    >>> noise = grid_laplace(1.0, 0.5, n_rounded=1, integer=True)
+    >>> noise.kind, noise.scale, noise.sensitivity
+    ('laplace', 2.0, 1.0)
     """
     grid = grid_step(sensitivity / epsilon, LAPLACE_BITS)
     sens = Fraction(sensitivity) + rounding_slack(grid, n_rounded, integer, 1)
@@ -497,25 +548,38 @@ def grid_noise_integers(noise, size, source):
     return discrete_gaussian(s_grid * s_grid, size, source)
 
 
+@validate_params({"value": ["array-like", Real], "noise": [GridNoise], "source": "no_validation"},
+                 prefer_skip_nested_validation=True)
 def add_noise(value, noise, source):
-    """``g * (rint(value / g) + Z)``: ``value`` released with the exact discrete ``noise`` on its grid.
+    """Release ``value`` with the exact discrete ``noise`` on its grid.
+
+    Returns ``g * (rint(value / g) + Z)``, ``g`` the grid step of ``noise`` and
+    ``Z`` its integer noise.
 
     Parameters
     ----------
     value : float or array-like
         The exact query answer(s).
     noise : GridNoise
-        From :func:`grid_laplace`, ``_mechanisms.grid_gaussian`` or
-        :func:`gaussian_on_grid`.
-    source : RandomState or CounterDraws
-        Uniform integers (see the module notes).
+        From :func:`grid_laplace` (or the package's Gaussian on a grid).
+    source : numpy.random.RandomState
+        Uniform integers, from :func:`noise_random_state`.
 
     Returns
     -------
-    ndarray of float64
+    released : ndarray of float64
         Same shape as ``value``; every entry a multiple of ``noise.grid``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_icml.privacy import add_noise, grid_laplace, noise_random_state
+    >>> noise = grid_laplace(1.0, 1.0, n_rounded=1, integer=True)
+    >>> released = add_noise([10.0, 20.0], noise, noise_random_state(0))
+    >>> released.shape, bool(np.all(released % noise.grid == 0))
+    ((2,), True)
     """
-    value = np.asarray(value, dtype=np.float64)
+    value = check_finite(value, "value", caller="add_noise")
     index = grid_index(value, noise.grid)
     Z = grid_noise_integers(noise, index.size, source).reshape(index.shape)
     return (index + Z).astype(np.float64) * noise.grid
@@ -554,6 +618,8 @@ def _bernoulli_exp_scalar(gamma, rng):
     return _bernoulli_exp_unit(gamma.numerator - whole * gamma.denominator, gamma.denominator, rng)
 
 
+@validate_params({"costs": ["array-like"], "sensitivity": POSITIVE, "epsilon": EPSILON, "rng": [np.random.RandomState]},
+                 prefer_skip_nested_validation=True)
 def exponential_choice(costs, sensitivity, epsilon, rng):
     """The exponential mechanism on costs (lower is better), sampled exactly.
 
@@ -574,8 +640,8 @@ def exponential_choice(costs, sensitivity, epsilon, rng):
         Largest change of every cost when one record is added or removed.
     epsilon : float
         Budget.
-    rng : RandomState
-        Uniform integers.
+    rng : numpy.random.RandomState
+        Uniform integers, from :func:`noise_random_state`.
 
     Returns
     -------
@@ -583,9 +649,19 @@ def exponential_choice(costs, sensitivity, epsilon, rng):
         Index of the chosen candidate.
     sensitivity_on_grid : float
         ``sensitivity + g``.
+
+    Examples
+    --------
+    >>> from sklearn_icml.privacy import exponential_choice, noise_random_state
+    >>> chosen, sensitivity = exponential_choice([50.0, 0.0, 70.0], 1.0, 5.0, noise_random_state(0))
+    >>> chosen
+    1
     """
+    costs = check_finite(costs, "costs", caller="exponential_choice", ndim=1)
+    if costs.size == 0:
+        raise ValueError("exponential_choice: costs must hold at least one candidate; got none.")
     grid = grid_step(sensitivity, LAPLACE_BITS)
-    floored = [int(c) for c in np.floor(np.asarray(costs, dtype=np.float64) / grid)]
+    floored = [int(c) for c in np.floor(costs / grid)]
     sens = Fraction(sensitivity) + Fraction(grid)
     rate = Fraction(epsilon) * Fraction(grid) / sens
     low = min(floored)

@@ -226,8 +226,54 @@ class QuadtreeHistogram:
         return self.heavy & ~has_heavy_child
 
 
+@validate_params(
+    {"count_fn": [callable], "n_levels": [Interval(Integral, 1, 62, closed="both")],
+     "n_dims": [Interval(Integral, 1, None, closed="left")], "threshold": [Interval(Real, None, None, closed="both"),
+                                                                           callable]},
+    prefer_skip_nested_validation=True,
+)
 def grow_tree(count_fn, n_levels, n_dims, threshold):
-    """Top-down growth; ``count_fn(level, cells, keys)`` returns the noisy counts of the candidates."""
+    """Grow a quadtree top-down, keeping the children of the cells whose noisy counts pass a threshold.
+
+    At every level the candidates are the children of the cells kept at the
+    level above (the root's children at level 1); ``count_fn`` returns their
+    noisy counts, the ones at or above the threshold are kept. Growth stops at
+    ``n_levels``, when no cell is kept, or when the candidates would grow too many.
+
+    Parameters
+    ----------
+    count_fn : callable
+        ``count_fn(level, cells, keys)`` returns the noisy counts of the
+        candidate ``cells`` (integer coordinates of shape (m, n_dims) on the
+        level's grid of ``2**level`` cells per side; ``keys`` their packed keys).
+    n_levels : int
+        Depth of the tree.
+    n_dims : int
+        Number of dimensions of the box.
+    threshold : float or callable
+        Smallest noisy count of a kept cell, or ``threshold(level)``.
+
+    Returns
+    -------
+    levels : ndarray of shape (n_candidates,)
+        Level of every candidate.
+    cells : ndarray of shape (n_candidates, n_dims)
+        Integer coordinates of every candidate on its level's grid.
+    counts : ndarray of shape (n_candidates,)
+        Noisy count of every candidate.
+    heavy : ndarray of shape (n_candidates,)
+        Whether the candidate passed the threshold.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_icml.privacy import grow_tree
+    >>> def count_fn(level, cells, keys):  # all the mass in the corner cell
+    ...     return np.where(cells.sum(axis=1) == 0, 100.0, 0.0)
+    >>> levels, cells, counts, heavy = grow_tree(count_fn, 2, 2, 50.0)
+    >>> levels.tolist(), int(heavy.sum())
+    ([1, 1, 1, 1, 2, 2, 2, 2], 2)
+    """
     offsets = children_offsets(n_dims)
     parents = np.zeros((1, n_dims), dtype=np.int64)
     out_levels, out_cells, out_counts, out_heavy = [], [], [], []
@@ -341,16 +387,72 @@ def tree_count_noise(n_levels, epsilon):
     return grid_laplace(tree_level_sensitivity() * n_levels, epsilon, n_rounded=n_levels, integer=True)
 
 
+@validate_params({"n_levels": [Interval(Integral, 1, 62, closed="both")], "epsilon": EPSILON},
+                 prefer_skip_nested_validation=True)
 def tree_count_ledger(n_levels, epsilon):
-    """The ledger entry of the tree counts (one level per release)."""
+    """The ledger entry of the tree counts released by :func:`noisy_tree_counts` (one level per release).
+
+    Parameters
+    ----------
+    n_levels : int
+        Depth of the tree.
+    epsilon : float
+        Budget of the whole tree.
+
+    Returns
+    -------
+    entry : dict
+        From :func:`ledger_entry`.
+
+    Examples
+    --------
+    >>> from sklearn_icml.privacy import tree_count_ledger
+    >>> entry = tree_count_ledger(4, 1.0)
+    >>> entry["mechanism"], entry["scale"], entry["count"]
+    ('laplace', 4.0, 4)
+    """
     noise = tree_count_noise(n_levels, epsilon)
     return ledger_entry("tree counts (one level per release)", "laplace",
                         sensitivity=noise.sensitivity / n_levels, scale=noise.scale, count=n_levels,
                         epsilon=epsilon)
 
 
+@validate_params(
+    {"exact": ["array-like"], "n_levels": [Interval(Integral, 1, 62, closed="both")], "epsilon": EPSILON,
+     "rng": "no_validation"},
+    prefer_skip_nested_validation=True,
+)
 def noisy_tree_counts(exact, n_levels, epsilon, rng):
-    """``exact`` counts of candidate cells released with :func:`tree_count_noise` drawn from ``rng``."""
+    """Release exact counts of candidate cells of a quadtree with the tree's noise.
+
+    A record changes one count per level by one, so discrete Laplace noise of
+    scale ``n_levels / epsilon`` makes the releases of all the levels together
+    ``epsilon``-DP (see :func:`tree_count_ledger`).
+
+    Parameters
+    ----------
+    exact : array-like
+        Exact counts of the candidate cells.
+    n_levels : int
+        Depth of the tree.
+    epsilon : float
+        Budget of the whole tree.
+    rng : numpy.random.RandomState
+        Uniform integers, from :func:`noise_random_state`.
+
+    Returns
+    -------
+    counts : ndarray of float64
+        The noisy counts, of the shape of ``exact``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_icml.privacy import noise_random_state, noisy_tree_counts
+    >>> noisy_tree_counts(np.array([5.0, 0.0]), 4, 1.0, noise_random_state(0)).shape
+    (2,)
+    """
+    exact = check_finite(exact, "exact", caller="noisy_tree_counts")
     return add_noise(exact, tree_count_noise(n_levels, epsilon), rng)
 
 

@@ -16,7 +16,7 @@ from ._discrete import (
 )
 from ._mechanisms import grid_gaussian
 from ._sensitivity import box_sum_sensitivity, group_count_sensitivity
-from ._validation import DELTA, EPSILON, check_box, check_finite
+from ._validation import DELTA, EPSILON, POSITIVE, check_box, check_finite
 
 __all__ = ["noisy_group_sums"]
 
@@ -129,13 +129,64 @@ def noisy_group_sums(X, groups, n_groups, *, bounds, epsilon_count, epsilon_sum,
     return counts, sums, center, ledger
 
 
+@validate_params(
+    {"counts": ["array-like"], "sums": ["array-like"], "n": [Interval(Integral, 0, None, closed="left")],
+     "half": POSITIVE, "epsilon_count": EPSILON, "epsilon_sum": EPSILON, "delta": DELTA,
+     "model": [StrOptions({"central", "local"})], "rng": "no_validation"},
+    prefer_skip_nested_validation=True,
+)
 def release_group_totals(counts, sums, n, half, *, epsilon_count, epsilon_sum, delta, model, rng):
-    """The noise of :func:`noisy_group_sums` on exact totals (counts, sums of ``x - c``) of ``n`` records.
+    """Release exact per-group totals with the noise of :func:`noisy_group_sums`.
 
-    Split out so that totals reduced elsewhere (blocks of a Dask collection)
-    are released by the same mechanism, with the same draws from ``rng``
-    (a ``RandomState``; see :func:`~._discrete.noise_random_state`).
+    The totals (counts, sums of ``x - c``) of ``n`` records may be reduced
+    elsewhere (blocks of a Dask collection): they are released by the same
+    mechanism, with the same draws from ``rng``, as in :func:`noisy_group_sums`.
+
+    Parameters
+    ----------
+    counts : ndarray of shape (n_groups,)
+        Exact number of records per group.
+    sums : ndarray of shape (n_groups, n_features)
+        Exact sums of the records' offsets ``x - c`` per group.
+    n : int
+        Number of records.
+    half : float
+        Half-width of the box the offsets lie in.
+    epsilon_count : float
+        Budget of the counts.
+    epsilon_sum : float
+        Budget of the sums.
+    delta : float
+        0 for Laplace noise on the sums, else the delta of Gaussian noise.
+    model : {"central", "local"}
+        The trust model.
+    rng : numpy.random.RandomState
+        Uniform integers, from :func:`noise_random_state`.
+
+    Returns
+    -------
+    counts : ndarray of shape (n_groups,)
+        Noisy counts.
+    sums : ndarray of shape (n_groups, n_features)
+        Noisy sums.
+    ledger : list of dict
+        The ledger entries of the two releases.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_icml.privacy import noise_random_state, release_group_totals
+    >>> counts, sums, ledger = release_group_totals(
+    ...     np.array([3.0, 4.0]), np.array([[0.5, -0.5], [1.0, 0.0]]), 7, 1.0, epsilon_count=1.0,
+    ...     epsilon_sum=1.0, delta=0.0, model="central", rng=noise_random_state(0))
+    >>> counts.shape, sums.shape, [entry["label"] for entry in ledger]
+    ((2,), (2, 2), ['group counts', 'group sums'])
     """
+    counts = check_finite(counts, "counts", caller="release_group_totals", ndim=1)
+    sums = check_finite(sums, "sums", caller="release_group_totals", ndim=2)
+    if len(counts) != len(sums):
+        raise ValueError(f"release_group_totals: counts and sums must have one row per group; got {len(counts)} "
+                         f"counts and {len(sums)} rows of sums.")
     n_groups, d = sums.shape
     local = model != "central"
     # central: a record changes one count and one group's d sums; local: a record's message is replaced, so

@@ -16,17 +16,26 @@ from sklearn_icml.privacy import (
     Accountant,
     ContinualQuadtreeHistogram,
     QuadtreeHistogram,
+    add_noise,
+    exponential_choice,
     gaussian_delta,
     gaussian_mechanism,
     gaussian_noise_scale,
     geometric_mechanism,
+    grid_laplace,
+    grow_tree,
     laplace_mechanism,
     ledger_entry,
+    noise_random_state,
     noisy_group_sums,
+    noisy_tree_counts,
     olh_count_std,
     olh_parameters,
     private_quadtree_histogram,
+    release_group_totals,
+    secret_seed,
     split_budget,
+    tree_count_ledger,
 )
 
 NAN, INF = float("nan"), float("inf")
@@ -122,6 +131,40 @@ CASES = {
         lambda **kw: privacy.private_bounds(**(dict(X=X2, epsilon=1.0) | kw)),
         [("X", np.array([[NAN, 0.1]])), ("X", np.array([[INF, 0.1]])), ("max_rows_per_user", 0)]
         + [("epsilon", e) for e in BAD_EPS] + [("failure_probability", b) for b in (NAN, 0.0, 1.0)]),
+    "grid_laplace": (
+        lambda **kw: grid_laplace(**(dict(sensitivity=1.0, epsilon=1.0, n_rounded=1) | kw)),
+        [("epsilon", e) for e in BAD_EPS] + [("sensitivity", s) for s in (NAN, INF, 0.0, -1.0)]
+        + [("n_rounded", 0)]),
+    "add_noise": (
+        lambda **kw: add_noise(**(dict(value=[1.0, 2.0], noise=grid_laplace(1.0, 1.0, n_rounded=1),
+                                       source=noise_random_state(0)) | kw)),
+        [("value", [1.0, NAN]), ("value", [INF]), ("noise", 1.0)]),
+    "exponential_choice": (
+        lambda **kw: exponential_choice(**(dict(costs=[1.0, 0.0], sensitivity=1.0, epsilon=1.0,
+                                                rng=noise_random_state(0)) | kw)),
+        [("costs", [1.0, NAN]), ("costs", [INF]), ("costs", [])] + [("epsilon", e) for e in BAD_EPS]
+        + [("sensitivity", s) for s in (NAN, INF, 0.0)] + [("rng", 0)]),
+    "noise_random_state": (lambda **kw: noise_random_state(**(dict(random_state=0) | kw)),
+                           [("random_state", "seed"), ("random_state", 1.5)]),
+    "secret_seed": (lambda **kw: secret_seed(**(dict(rng=noise_random_state(0)) | kw)), [("rng", 0)]),
+    "release_group_totals": (
+        lambda **kw: release_group_totals(**(dict(counts=[3.0, 4.0], sums=[[0.5, -0.5], [1.0, 0.0]], n=7, half=1.0,
+                                                  epsilon_count=1.0, epsilon_sum=1.0, delta=0.0, model="central",
+                                                  rng=noise_random_state(0)) | kw)),
+        [("counts", [NAN, 1.0]), ("sums", [[INF, 0.0], [0.0, 0.0]]), ("sums", [[0.0, 0.0]]), ("n", -1),
+         ("half", 0.0), ("model", "shuffle")] + [("epsilon_count", e) for e in BAD_EPS]
+        + [("epsilon_sum", e) for e in BAD_EPS] + [("delta", d) for d in BAD_DELTA]),
+    "grow_tree": (
+        lambda **kw: grow_tree(**(dict(count_fn=lambda level, cells, keys: np.ones(len(cells)), n_levels=2,
+                                       n_dims=2, threshold=0.5) | kw)),
+        [("count_fn", None), ("n_levels", 0), ("n_levels", 63), ("n_dims", 0)]),
+    "noisy_tree_counts": (
+        lambda **kw: noisy_tree_counts(**(dict(exact=[5.0, 0.0], n_levels=3, epsilon=1.0,
+                                               rng=noise_random_state(0)) | kw)),
+        [("exact", [NAN]), ("exact", [INF, 1.0]), ("n_levels", 0)] + [("epsilon", e) for e in BAD_EPS]),
+    "tree_count_ledger": (
+        lambda **kw: tree_count_ledger(**(dict(n_levels=3, epsilon=1.0) | kw)),
+        [("n_levels", 0)] + [("epsilon", e) for e in BAD_EPS]),
     "split_budget": (
         lambda **kw: split_budget(**(dict(total=1.0, shares=[1, 2]) | kw)),
         [("total", t) for t in (NAN, INF, -1.0)] + [("shares", [1.0, NAN]), ("shares", [1.0, 0.0])]),
