@@ -16,6 +16,7 @@ each with its expected outcome.
 """
 
 import copy
+import math
 import re
 import warnings
 from numbers import Real
@@ -44,9 +45,7 @@ NON_TABULAR = {
 
 #: Known open defects of estimators owned by other families: (estimator, case) -> what goes wrong. Each runs as a
 #: strict xfail, so the entry has to go once the estimator is fixed.
-KNOWN_DEFECTS = {
-    ("GumbelScheduler", "learning_rate=1e+300"): "the step overflows torch's float32 in AdamW (a RuntimeError)",
-}
+KNOWN_DEFECTS = {}
 
 _OUTPUT_METHODS = ("predict", "predict_proba", "decision_function", "transform", "score_samples")
 _CLEAR_WORDS = r"nan|inf|finite|empty|sample|feature|column|shape|large|overflow|class|at least|must"
@@ -639,3 +638,77 @@ def test_penalty_grids_must_be_positive_and_finite(alphas):
     est = make_instance(AutoLinear).set_params(bridge_alphas=alphas)
     with pytest.raises(ValueError, match="bridge_alphas"):
         est.fit(*fit_data(est))
+
+
+@pytest.mark.parametrize("weight", [1e300, 1e200])
+def test_scheduling_weights_whose_objective_overflows_are_refused(weight):
+    """The objective squares stage loads: totals beyond 1e150 are refused by the problem, with the fix named."""
+    from sklearn_icml.datasets import make_scheduling_dag
+    from sklearn_icml.optimize import StageSchedulingProblem
+
+    p = StageSchedulingProblem.from_dataset(make_scheduling_dag(20, random_state=0))
+    with pytest.raises(ValueError, match="node_weight add up to .*Rescale"):
+        StageSchedulingProblem(p.edges, np.full(p.n_nodes, weight), n_stages=4)
+    with pytest.raises(ValueError, match="edge_weight add up to"):
+        StageSchedulingProblem(p.edges, p.node_weight, np.full(p.n_edges, weight), n_stages=4)
+
+
+def test_cpsat_refuses_weights_beyond_its_integers():
+    pytest.importorskip("ortools")
+    from sklearn_icml.datasets import make_scheduling_dag
+    from sklearn_icml.optimize import CPSATScheduler, StageSchedulingProblem
+
+    p = StageSchedulingProblem.from_dataset(make_scheduling_dag(20, random_state=0))
+    huge = StageSchedulingProblem(p.edges, np.full(p.n_nodes, 1e100), n_stages=4)
+    with pytest.raises(ValueError, match="64-bit integer"):
+        CPSATScheduler(time_limit=1.0).fit(huge)
+
+
+@pytest.mark.parametrize("epsilon", [51.0, 709.0, 1e6])
+def test_local_hashing_never_rounds_away_the_noise(epsilon):
+    """Beyond about 53 the keep probability of a local report would be exactly 1.0 in float64 (no randomisation):
+    larger budgets are spent as 50, so every report stays randomised and within the budget asked for."""
+    from sklearn_icml.privacy import olh_parameters
+
+    g, p = olh_parameters(epsilon)
+    assert (g, p) == olh_parameters(50.0)
+    assert 0.5 < p < 1.0 and g >= 2
+    assert math.log(p * (g - 1) / (1 - p)) <= 50.0 * (1 + 1e-9) <= epsilon
+
+
+def _pe(**params):
+    from sklearn_icml.generative import PrivateEvolution
+
+    base = dict(bounds=(-5.0, 5.0), n_iterations=2, n_synthetic=20, random_state=0)
+    return PrivateEvolution(**{**base, **params})
+
+
+_BAD_CALLABLES = {
+    "embedder returns too few rows": dict(embedder=lambda Z: Z[:3]),
+    "embedder returns NaN": dict(embedder=lambda Z: np.full_like(Z, np.nan)),
+    "embedder returns strings": dict(embedder=lambda Z: np.full(Z.shape, "x", dtype=object)),
+    "variation returns NaN": dict(variation=lambda S, degree, rng: np.full_like(S, np.nan)),
+    "variation changes the shape": dict(variation=lambda S, degree, rng: S[:, :1]),
+}
+
+
+@pytest.mark.parametrize("case", list(_BAD_CALLABLES), ids=list(_BAD_CALLABLES))
+def test_callables_that_misbehave_are_named(case):
+    X = np.random.RandomState(0).randn(100, 2)
+    with pytest.raises(ValueError, match="embedder|variation"):
+        _pe(**_BAD_CALLABLES[case]).fit(X)
+
+
+@pytest.mark.parametrize("bounds", [("a", "b"), ([0.0, 0.0, 0.0], [1.0, 1.0, 1.0]), (0.0, 1.0, 2.0)])
+def test_bounds_that_are_not_a_box_are_named(bounds):
+    with pytest.raises(ValueError, match="bounds"):
+        _pe(bounds=bounds).fit(np.random.RandomState(0).randn(100, 2))
+
+
+def test_scores_that_overflow_say_so():
+    X = np.random.RandomState(0).randn(100, 2)
+    model = _pe().fit(X)
+    assert np.isfinite(model.score(X))
+    for scale in (1e20, 1e300):
+        with pytest.raises(ValueError, match="score.*overflow"):
+            model.score(X * scale)

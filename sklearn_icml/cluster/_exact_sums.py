@@ -23,7 +23,7 @@ tables (the tables of a step's blocks add up with
 
 import numpy as np
 
-from ..privacy._cells import pack_keys, unit_cells
+from ..utils._cells import pack_keys, unit_cells
 
 _PIECE_BITS = 26
 _N_PIECES = 4

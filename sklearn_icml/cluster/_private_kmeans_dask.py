@@ -41,12 +41,11 @@ import numpy as np
 from sklearn.utils import check_array
 
 from ..privacy import QuadtreeHistogram, grid_histogram
-from ..privacy._cells import check_geometry, pack_keys, unit_cells
-from ..privacy._continual import merge_step_tables
-from ..privacy._quadtree import grow_tree, noisy_tree_counts, to_unit, tree_count_ledger
+from ..privacy._quadtree import grow_tree, noisy_tree_counts, tree_count_ledger
 from ..privacy._sums import release_group_totals
-from ..privacy._validation import check_box
+from ..utils._cells import check_geometry, merge_step_tables, pack_keys, to_unit, unit_cells
 from ..utils._dask import aligned_blocks, n_columns, reduce_blocks, sum_combine
+from ..utils._validation import check_box
 from ._exact_sums import group_pieces, pieces_to_sums, scale_exponents, step_pieces
 from ._mettu_plaxton import nearest
 from ._private_kmeans import assign

@@ -22,7 +22,7 @@ from ..privacy._discrete import noise_random_state
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import as_numpy
 from ..utils._torch_base import TorchEstimatorMixin
-from ..utils._validation import ESTIMATOR_EPSILON
+from ..utils._validation import ESTIMATOR_EPSILON, check_value_range
 from ._pe_voting import NearestVoter, nearest_votes, noisy_histogram
 
 __all__ = ["PrivateEvolution"]
@@ -69,6 +69,9 @@ def release_label_set(y, epsilon, delta, max_rows_per_user, rng):
                          scale=m / epsilon, epsilon=epsilon, delta=delta)
     return labels[np.asarray(noisy) >= threshold], threshold, entry
 
+
+#: Largest |X| that score takes: its squared distances are computed in float32 (max about 3.4e38).
+_SCORE_MAX_ABS = 1e15
 
 class PrivateEvolution(TorchEstimatorMixin, BaseEstimator):
     """Differentially private synthetic data by Private Evolution (PrE-Text, ICML 2024), for numeric data.
@@ -327,11 +330,35 @@ class PrivateEvolution(TorchEstimatorMixin, BaseEstimator):
         return np.clip(X, lo, hi), pool
 
     def _embed(self, points):
-        return points if self.embedder is None else np.asarray(self.embedder(points), dtype=np.float64)
+        if self.embedder is None:
+            return points
+        name = type(self).__name__
+        try:
+            out = np.asarray(self.embedder(points), dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{name}: the embedder must return a numeric array; it returned something that is not "
+                             f"({exc}).") from exc
+        if out.ndim != 2 or out.shape[0] != len(points):
+            raise ValueError(f"{name}: the embedder must return one embedding row per point, shape ({len(points)}, "
+                             f"n_dims); got shape {out.shape}.")
+        if not np.all(np.isfinite(out)):
+            raise ValueError(f"{name}: the embedder returned NaN or infinite embeddings.")
+        return out
 
     def _vary(self, points, degree, rng):
         if self.variation is not None:
-            return np.asarray(self.variation(points, degree, rng))
+            name = type(self).__name__
+            try:
+                out = np.asarray(self.variation(points, degree, rng), dtype=np.float64)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"{name}: the variation callable must return a numeric array of the points' "
+                                 f"shape; it returned something that is not ({exc}).") from exc
+            if out.shape != points.shape:
+                raise ValueError(f"{name}: the variation callable must return an array of the points' shape "
+                                 f"{points.shape}; got {out.shape}.")
+            if not np.all(np.isfinite(out)):
+                raise ValueError(f"{name}: the variation callable returned NaN or infinite points.")
+            return out
         lo, hi = self.bounds_
         return np.clip(points + rng.normal(size=points.shape) * degree * (hi - lo), lo, hi)
 
@@ -363,8 +390,12 @@ class PrivateEvolution(TorchEstimatorMixin, BaseEstimator):
             return (lo, hi), []
         if len(self.bounds) != 2:
             raise ValueError(f"{type(self).__name__}: bounds must be a (lower, upper) pair; got {self.bounds!r}.")
-        lo = np.broadcast_to(np.asarray(self.bounds[0], dtype=np.float64), (n_features,)).copy()
-        hi = np.broadcast_to(np.asarray(self.bounds[1], dtype=np.float64), (n_features,)).copy()
+        try:
+            lo = np.broadcast_to(np.asarray(self.bounds[0], dtype=np.float64), (n_features,)).copy()
+            hi = np.broadcast_to(np.asarray(self.bounds[1], dtype=np.float64), (n_features,)).copy()
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{type(self).__name__}: bounds must be a (lower, upper) pair of numbers or of arrays "
+                             f"of {n_features} numbers (one per feature); got {self.bounds!r} ({exc}).") from None
         if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(lo < hi)):
             raise ValueError(f"{type(self).__name__}: bounds must be finite with lower < upper; got {self.bounds!r}.")
         return (lo, hi), []
@@ -562,6 +593,9 @@ class PrivateEvolution(TorchEstimatorMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X = validate_data(self, as_numpy(X), dtype=np.float64, reset=False)
+        check_value_range(X, name=f"{type(self).__name__}.score", limit=_SCORE_MAX_ABS,
+                          reason="the nearest synthetic points are found with float32 squared distances, which "
+                                 "overflow")
         with self._torch_context() as ctx:
             nearest = nearest_votes(X, self.synthetic_, ctx.device)
         return -float(np.mean(np.linalg.norm(X - self.synthetic_[nearest], axis=1)))

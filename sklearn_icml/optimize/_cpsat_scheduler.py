@@ -21,11 +21,19 @@ def _import_cp_model():
     return cp_model
 
 
+#: CP-SAT works in 64-bit integers: the weights' total (and the sums built from it) must stay well inside.
+_MAX_CPSAT_TOTAL = 2.0 ** 52
+
+
 def _integer_weights(weights):
     """Node weights as integers for CP-SAT's linear constraints (scaled by 1000 when fractional)."""
-    if np.all(weights == np.round(weights)):
-        return weights.astype(np.int64), 1.0
-    return np.round(weights * 1000.0).astype(np.int64), 1000.0
+    scale = 1.0 if np.all(weights == np.round(weights)) else 1000.0
+    if float(np.sum(weights)) * scale > _MAX_CPSAT_TOTAL:
+        kind = " (fractional weights are scaled by 1000)" if scale > 1 else ""
+        raise ValueError(f"CPSATScheduler: the node weights add up to {float(np.sum(weights)):g}, too large for "
+                         f"CP-SAT's 64-bit integer model (at most {_MAX_CPSAT_TOTAL / scale:g}{kind}); rescale them "
+                         "(one factor for every weight leaves the best schedule unchanged).")
+    return np.round(weights * scale).astype(np.int64), scale
 
 
 class _Model:

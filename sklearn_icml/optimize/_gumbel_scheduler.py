@@ -206,7 +206,8 @@ class GumbelScheduler(StageSchedulerMixin, TorchEstimatorMixin, BaseEstimator):
         "tau": [Interval(Real, 0, None, closed="neither")],
         "tau_final": [Interval(Real, 0, None, closed="neither"), None],
         "move_probability": [Interval(Real, 0, 1, closed="neither"), None],
-        "learning_rate": [Interval(Real, 0, None, closed="left")],
+        # AdamW's steps are about learning_rate in size: beyond 1e30 the float32 logits overflow
+        "learning_rate": [Interval(Real, 0, 1e30, closed="both")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "max_iter": [Interval(Integral, 0, None, closed="left"), None],
         "init": [StrOptions({"greedy", "stage0", "asap"}), "array-like"],

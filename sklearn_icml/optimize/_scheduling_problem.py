@@ -57,6 +57,10 @@ def _node_on_cycle(n_nodes, sources, targets, left):
     return node
 
 
+#: Largest total of node (or edge) weights: the objective squares stage loads, so totals stay below sqrt(float max).
+_MAX_TOTAL_WEIGHT = 1e150
+
+
 def _as_weights(values, n, what, name="StageSchedulingProblem"):
     try:
         arr = np.array(values, dtype=np.float64)  # a copy: the caller's array is never kept
@@ -70,6 +74,12 @@ def _as_weights(values, n, what, name="StageSchedulingProblem"):
     if np.any(arr < 0):
         i = int(np.flatnonzero(arr < 0)[0])
         raise ValueError(f"{name}: {what} must be non-negative; got {float(arr[i])!r} at index {i}.")
+    with np.errstate(over="ignore"):
+        total = float(np.sum(arr))
+    if not total <= _MAX_TOTAL_WEIGHT:
+        raise ValueError(f"{name}: the entries of {what} add up to {total:g}; the objective squares stage loads, which "
+                         f"overflows float64 beyond a total of {_MAX_TOTAL_WEIGHT:g}. Rescale the weights (scaling "
+                         "every node and edge weight by one factor leaves the best schedule unchanged).")
     return arr
 
 

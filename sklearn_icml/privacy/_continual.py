@@ -12,9 +12,9 @@ from numbers import Integral
 
 import numpy as np
 
+from ..utils._cells import check_geometry, level_counts, lookup, pack_keys, unit_cells
 from ..utils._sklearn_private import Interval, validate_params
 from ._accounting import ledger_entry
-from ._cells import check_geometry, level_counts, lookup, pack_keys, unit_cells
 from ._discrete import CounterDraws, add_noise, grid_laplace
 from ._hashing import hashed_bits
 from ._mechanisms import grid_gaussian
@@ -405,23 +405,4 @@ def step_tables(U, n_levels, values=None):
             acc = np.zeros((len(uniq), values.shape[1]))
             np.add.at(acc, inv, values)
             sums.append((uniq, acc))
-    return per_level, sums
-
-
-def _merge_keyed(tables):
-    keys = np.concatenate([k for k, _ in tables])
-    uniq, inv = np.unique(keys, return_inverse=True)
-    values = np.concatenate([v for _, v in tables])
-    acc = np.zeros((len(uniq),) + values.shape[1:], dtype=values.dtype)
-    np.add.at(acc, inv.reshape(-1), values)
-    return uniq, acc
-
-
-def merge_step_tables(parts):
-    """Tables of the union of disjoint record sets (a list of :func:`step_tables` results; values keep their
-    dtype, so integer tables add exactly)."""
-    per_level = [_merge_keyed([p[0][level] for p in parts]) for level in range(len(parts[0][0]))]
-    sums = None
-    if parts[0][1] is not None:
-        sums = [None] + [_merge_keyed([p[1][level] for p in parts]) for level in range(1, len(parts[0][1]))]
     return per_level, sums

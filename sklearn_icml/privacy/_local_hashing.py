@@ -23,8 +23,8 @@ from numbers import Integral
 
 import numpy as np
 
+from ..utils._cells import pack_keys
 from ..utils._sklearn_private import Interval, validate_params
-from ._cells import pack_keys
 from ._hashing import hash_np, hash_torch
 from ._validation import EPSILON
 
@@ -34,7 +34,13 @@ __all__ = ["local_count_fn", "olh_count_std", "olh_parameters"]
 MAX_BUCKETS = 1 << 24
 
 
+#: Largest local budget spent by a report: beyond about 53 the keep probability p rounds to exactly 1 in float64 (a
+#: report never randomised, an infinite privacy loss); a larger budget is spent as this one, a stronger guarantee.
+MAX_LOCAL_EPSILON = 50.0
+
+
 def _olh(epsilon):
+    epsilon = min(float(epsilon), MAX_LOCAL_EPSILON)
     if epsilon >= math.log(MAX_BUCKETS):
         g = MAX_BUCKETS
     else:
@@ -51,7 +57,10 @@ def olh_parameters(epsilon):
     Parameters
     ----------
     epsilon : float
-        Local privacy budget of one report, finite and positive.
+        Local privacy budget of one report, positive. A budget above 50 is
+        spent as 50 (beyond about 53 the keep probability rounds to 1 in
+        floating point and the report would not be randomised at all), which
+        is a stronger guarantee than the one asked for.
 
     Returns
     -------
@@ -60,7 +69,7 @@ def olh_parameters(epsilon):
         most ``2**24``).
     p : float
         Probability that a report keeps its true bucket,
-        ``e^epsilon / (e^epsilon + g - 1)``.
+        ``e^epsilon / (e^epsilon + g - 1)``, always below 1.
 
     Examples
     --------

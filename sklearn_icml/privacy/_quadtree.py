@@ -26,10 +26,19 @@ from numbers import Integral, Real
 
 import numpy as np
 
+from ..utils._cells import (
+    MAX_CANDIDATES,
+    check_geometry,
+    children_offsets,
+    level_counts,
+    lookup,
+    pack_keys,
+    to_unit,
+    unit_cells,
+)
 from ..utils._sklearn_private import Interval, StrOptions, validate_params
 from ..utils._torch import DEVICE_CONSTRAINT
 from ._accounting import ledger_entry
-from ._cells import MAX_CANDIDATES, check_geometry, children_offsets, level_counts, lookup, pack_keys, unit_cells
 from ._discrete import add_noise, grid_laplace, noise_random_state
 from ._local_hashing import local_count_fn
 from ._sensitivity import tree_level_sensitivity
@@ -320,10 +329,6 @@ def private_quadtree_histogram(X, *, bounds, n_levels, epsilon, threshold, model
     levels, cells, counts, heavy = grow_tree(counts_fn, n_levels, d, threshold)
     return QuadtreeHistogram(levels, cells, counts, heavy, n_levels, threshold, lower, upper, std, ledger=ledger)
 
-
-def to_unit(X, lower, upper):
-    """Map points of the box ``[lower, upper]`` to the unit cube (clipping those outside)."""
-    return np.clip((X - lower) / (upper - lower), 0.0, 1.0)
 
 
 def tree_count_noise(n_levels, epsilon):

@@ -10,7 +10,7 @@ from numbers import Real
 import numpy as np
 
 from ..utils._sklearn_private import Interval
-from ..utils._validation import RealNotBool
+from ..utils._validation import MAX_ABS_BOUND, RealNotBool, check_box
 
 __all__ = ["DELTA", "DELTA_POSITIVE", "EPSILON", "NOT_BOOL_REAL", "POSITIVE", "MAX_ABS_BOUND",
            "MAX_NOISE_SCALE", "MIN_NOISE_SCALE",
@@ -31,8 +31,6 @@ DELTA = [Interval(Real, 0, 1, closed="left")]
 DELTA_POSITIVE = [Interval(Real, 0, 1, closed="neither")]
 #: a finite positive scale or sensitivity (never a boolean)
 POSITIVE = [_RealNotBool(Real, 0, np.inf, closed="neither")]
-#: largest absolute box coordinate: squared distances and noise scales stay finite in float64
-MAX_ABS_BOUND = 1e150
 #: the noise scales a mechanism accepts: its grid (a power of two far below the scale) and its largest draws
 #: (far above it) must stay normal, finite float64 numbers
 MIN_NOISE_SCALE = 2.0 ** -900
@@ -50,28 +48,6 @@ def check_finite(value, name, *, caller, ndim=None, dtype=np.float64):
     if arr.size and not np.all(np.isfinite(arr)):
         raise ValueError(f"{caller}: {name} must be finite (no NaN or inf); got non-finite values.")
     return arr
-
-
-def check_box(bounds, n_dims, *, caller, name="bounds"):
-    """``(lower, upper)`` arrays of shape ``(n_dims,)``: finite, within +-1e150, ``lower < upper``."""
-    try:
-        if len(bounds) != 2:
-            raise ValueError
-        lower, upper = (np.broadcast_to(np.asarray(b, dtype=np.float64), (n_dims,)).copy() for b in bounds)
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"{caller}: {name} must be (lower, upper) with scalars or arrays of shape ({n_dims},); got {bounds!r}."
-        ) from None
-    if not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper))):
-        raise ValueError(f"{caller}: {name} must be finite; got {bounds!r}.")
-    if np.any(np.abs(lower) > MAX_ABS_BOUND) or np.any(np.abs(upper) > MAX_ABS_BOUND):
-        raise ValueError(
-            f"{caller}: {name} must lie within +-{MAX_ABS_BOUND:g} (squared distances and noise scales must stay "
-            f"finite); got {bounds!r}."
-        )
-    if np.any(upper <= lower):
-        raise ValueError(f"{caller}: {name} must satisfy lower < upper in every dimension; got {bounds!r}.")
-    return lower, upper
 
 
 def check_noise_scale(scale, *, caller, sensitivity, epsilon, name="sensitivity / epsilon"):

@@ -6,7 +6,7 @@ import numpy as np
 
 from ._sklearn_private import Interval
 
-__all__ = ["ESTIMATOR_EPSILON", "FLOAT32_SAFE_MAX", "RealNotBool", "check_float32_range",
+__all__ = ["ESTIMATOR_EPSILON", "FLOAT32_SAFE_MAX", "MAX_ABS_BOUND", "RealNotBool", "check_box", "check_float32_range",
            "check_test_data", "check_value_range", "square_safe_max",
            "standardization"]
 
@@ -26,6 +26,32 @@ class RealNotBool(Interval):
 #: boolean (below 1e-3 every release is noise and the accountants lose their resolution; above 1e6 nothing is
 #: private)
 ESTIMATOR_EPSILON = [RealNotBool(Real, 1e-3, 1e6, closed="both")]
+
+
+#: largest absolute box coordinate: squared distances and noise scales stay finite in float64
+MAX_ABS_BOUND = 1e150
+
+
+def check_box(bounds, n_dims, *, caller, name="bounds"):
+    """``(lower, upper)`` arrays of shape ``(n_dims,)``: finite, within +-1e150, ``lower < upper``."""
+    try:
+        if len(bounds) != 2:
+            raise ValueError
+        lower, upper = (np.broadcast_to(np.asarray(b, dtype=np.float64), (n_dims,)).copy() for b in bounds)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{caller}: {name} must be (lower, upper) with scalars or arrays of shape ({n_dims},); got {bounds!r}."
+        ) from None
+    if not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper))):
+        raise ValueError(f"{caller}: {name} must be finite; got {bounds!r}.")
+    if np.any(np.abs(lower) > MAX_ABS_BOUND) or np.any(np.abs(upper) > MAX_ABS_BOUND):
+        raise ValueError(
+            f"{caller}: {name} must lie within +-{MAX_ABS_BOUND:g} (squared distances and noise scales must stay "
+            f"finite); got {bounds!r}."
+        )
+    if np.any(upper <= lower):
+        raise ValueError(f"{caller}: {name} must satisfy lower < upper in every dimension; got {bounds!r}.")
+    return lower, upper
 
 
 def check_test_data(estimator, X):

@@ -20,10 +20,10 @@ from sklearn_icml.cluster import PrivateKMeans
 from sklearn_icml.cluster._mettu_plaxton import nearest as _nearest
 from sklearn_icml.datasets import make_bounded_blobs
 from sklearn_icml.privacy import Accountant, PrivacyLeakWarning, gaussian_noise_scale
-from sklearn_icml.privacy._cells import level_counts as _level_counts
-from sklearn_icml.privacy._cells import pack_keys as _keys
-from sklearn_icml.privacy._cells import unit_cells
 from sklearn_icml.privacy._local_hashing import olh_support as _olh_support
+from sklearn_icml.utils._cells import level_counts as _level_counts
+from sklearn_icml.utils._cells import pack_keys as _keys
+from sklearn_icml.utils._cells import unit_cells
 
 # diffprivlib 0.6.6 KMeans, median k-means cost / sklearn KMeans(n_init=10) cost at epsilon=1, measured in a
 # scikit-learn 1.6.1 virtualenv (diffprivlib does not import beside scikit-learn 1.9): the smaller of two

@@ -35,7 +35,7 @@ from sklearn_icml.privacy import (
     noisy_group_sums,
     private_quadtree_histogram,
 )
-from sklearn_icml.privacy._cells import pack_keys
+from sklearn_icml.utils._cells import pack_keys
 
 from .test_privacy import _audit_epsilon
 

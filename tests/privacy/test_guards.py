@@ -8,7 +8,7 @@ import pytest
 @pytest.mark.parametrize("delta", [1e-6, 0.0])
 def test_continual_sums_clip_values_beyond_the_declared_sensitivity(delta):
     from sklearn_icml.privacy import ContinualQuadtreeHistogram
-    from sklearn_icml.privacy._cells import pack_keys, unit_cells
+    from sklearn_icml.utils._cells import pack_keys, unit_cells
 
     U = np.array([[0.1, 0.1], [0.9, 0.9]])
     values = np.array([[1e6, 0.0], [0.3, -0.4]])  # the first is 1e6 times its declared bound

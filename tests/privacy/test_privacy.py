@@ -19,8 +19,8 @@ from sklearn_icml.privacy import (
     olh_parameters,
     private_quadtree_histogram,
 )
-from sklearn_icml.privacy._cells import pack_keys as _keys
-from sklearn_icml.privacy._cells import unit_cells
+from sklearn_icml.utils._cells import pack_keys as _keys
+from sklearn_icml.utils._cells import unit_cells
 
 # ------------------------------------------------------------------------------------------------
 # mechanisms

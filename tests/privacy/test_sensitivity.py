@@ -200,9 +200,9 @@ def test_continual_counter_sensitivity_covers_the_brute_force_worst_case(max_ste
 def test_local_hashing_reports_are_epsilon_ldp(epsilon):
     """Each report keeps its bucket with probability p, else a uniform other bucket: ratio p (g-1) / (1-p)."""
     from sklearn_icml.privacy import olh_parameters
-    from sklearn_icml.privacy._cells import pack_keys
     from sklearn_icml.privacy._hashing import hash_np
     from sklearn_icml.privacy._local_hashing import olh_reports
+    from sklearn_icml.utils._cells import pack_keys
 
     g, p = olh_parameters(epsilon)
     # the worst pair: two inputs whose hashes differ; the output is the bucket of one of them

@@ -1,4 +1,4 @@
-"""Quadtree cells of the unit cube: integer coordinates, packed keys, per-level counts.
+"""Quadtree cells of the unit cube: integer coordinates, packed keys, per-level counts, merged tables.
 
 A record in the unit cube lies in exactly one cell per level; level ``l`` has
 ``2**l`` cells per side. Integer cell coordinates are packed into one int64
@@ -7,7 +7,8 @@ key per cell (``n_dims * n_levels <= 62``).
 
 import numpy as np
 
-__all__ = ["MAX_CANDIDATES", "check_geometry", "children_offsets", "level_counts", "lookup", "pack_keys", "unit_cells"]
+__all__ = ["MAX_CANDIDATES", "check_geometry", "children_offsets", "level_counts", "lookup", "merge_step_tables",
+           "pack_keys", "to_unit", "unit_cells"]
 
 #: Upper bound on the number of candidate cells examined per level; past it the
 #: growth stops (a rule on noisy counts only, hence post-processing).
@@ -78,3 +79,30 @@ def lookup(sorted_keys, values, query):
     hit = sorted_keys[idx] == query
     out = np.where(hit.reshape((-1,) + (1,) * (values.ndim - 1)), values[idx], 0.0)
     return out.astype(np.float64)
+
+
+def to_unit(X, lower, upper):
+    """Map points of the box ``[lower, upper]`` to the unit cube (clipping those outside)."""
+    return np.clip((X - lower) / (upper - lower), 0.0, 1.0)
+
+
+def _merge_keyed(tables):
+    keys = np.concatenate([k for k, _ in tables])
+    uniq, inv = np.unique(keys, return_inverse=True)
+    values = np.concatenate([v for _, v in tables])
+    acc = np.zeros((len(uniq),) + values.shape[1:], dtype=values.dtype)
+    np.add.at(acc, inv.reshape(-1), values)
+    return uniq, acc
+
+
+def merge_step_tables(parts):
+    """Tables of the union of disjoint record sets.
+
+    ``parts`` is a list of per-step tables (``step_tables`` of the continual
+    histogram); values keep their dtype, so integer tables add exactly.
+    """
+    per_level = [_merge_keyed([p[0][level] for p in parts]) for level in range(len(parts[0][0]))]
+    sums = None
+    if parts[0][1] is not None:
+        sums = [None] + [_merge_keyed([p[1][level] for p in parts]) for level in range(1, len(parts[0][1]))]
+    return per_level, sums
