@@ -267,8 +267,10 @@ class DySLIMRegressor(RegressorMixin, TorchEstimatorMixin, BaseEstimator):
         scales of the field more, so that a prediction with the right
         large scales and wrong small ones is penalised. It is a norm over
         space: for a state of unrelated coordinates (Lorenz-63) it has no
-        meaning, and the paper uses it only for fields. Dynamics mode only;
-        with ``normalize`` the residual is in z-scores per grid point.
+        meaning, and the paper uses it only for fields. White observation
+        noise weighs as much at fine scales as at coarse ones, so on noisy
+        fields the weighted misfit is mostly noise. Dynamics mode only; with
+        ``normalize`` the residual is in z-scores per grid point.
     sobolev_length : float, default=1.0
         Length ``L`` of the periodic domain in the wavenumbers of the
         Sobolev misfit (the DySLIM code's default is 1; pass the physical
