@@ -20,6 +20,7 @@ each), and the share of diverged trajectories (leaving 100 standard deviations).
     python benchmarks/bench_dyslim.py --first-seed 2 --seeds 3 --cases clean_cond noisy_cond --resume
                                                                       # lambda_uncond=0: rows of the clean and
                                                                       # noise 0.5 cases
+    python benchmarks/bench_dyslim.py --seeds 1 --cases ks_sobolev --resume   # the H^1 misfit on KS
     python benchmarks/bench_dyslim.py --first-seed 2 --seeds 3 --cases noisy --resume   # seeds 2-4 added to the
                                                                       # saved run (step costs are not carried over)
 """
@@ -36,7 +37,8 @@ from sklearn_icml.datasets import make_kuramoto_sivashinsky, make_lorenz63
 from sklearn_icml.dynamics import DySLIMRegressor, energy_spectrum_log_ratio, make_rollout_dataset
 from sklearn_icml.metrics import mmd2
 
-CASES = ("noisy", "clean", "noise03", "short", "pushforward", "ks", "cost", "ablation", "clean_cond", "noisy_cond")
+CASES = ("noisy", "clean", "noise03", "short", "pushforward", "ks", "cost", "ablation", "clean_cond", "noisy_cond",
+         "ks_sobolev")
 #: The conditional term alone (lambda_uncond = 0), a row of the clean and noise 0.5 cases (``--cases clean_cond
 #: noisy_cond``).
 COND_ONLY = "conditional term only (lambda_uncond=0)"
@@ -46,7 +48,9 @@ CASE_LABELS = {"noisy": ("noise 0.5",), "clean": ("clean",), "noise03": ("noise 
                "short": ("noise 0.5, short data (40 x 100)",), "pushforward": ("noise 0.5, K=4, push-forward",),
                "ks": ("KS clean", "KS noise 0.5"), "cost": ("batch 256, MLP 3-64-64-3",),
                "ablation": ("clean, 1000 steps", "noise 0.5, 1000 steps"), "clean_cond": (("clean", COND_ONLY),),
-               "noisy_cond": (("noise 0.5", COND_ONLY),)}
+               "noisy_cond": (("noise 0.5", COND_ONLY),),
+               "ks_sobolev": (("KS clean", "DySLIM, H^1 misfit (sobolev_order=1)"),
+                              ("KS noise 0.5", "DySLIM, H^1 misfit (sobolev_order=1)"))}
 #: Each choice measures whole cases (a case label) or one method's row of a case (a (case, method) pair).
 #: The measure terms switched on in the ablation: (label, lambda_uncond, lambda_cond, ours).
 ABLATION = (("MSE-only (lambda=0)", 0.0, 0.0, False), ("DySLIM (lambda=1)", 1.0, 1.0, True),
@@ -188,16 +192,18 @@ def _l63_case(tables, case, seed, sizes, *, noise, n_train=None, n_steps=None, e
     return figures
 
 
-def _ks_case(tables, case, seed, sizes, *, noise):
+def _ks_case(tables, case, seed, sizes, *, noise, variants=None):
+    """DySLIM (ours) and MSE-only, or ``variants`` ``(lambda, label, ours, extra parameters)``, on KS."""
     train = make_kuramoto_sivashinsky(sizes["ks_train"], sizes["ks_steps"], noise=noise, random_state=seed)
     test = make_kuramoto_sivashinsky(20, 200, random_state=10_000 + seed)
     mu, sd = test.reshape(-1, 64).mean(), test.reshape(-1, 64).std()
     X, y = make_rollout_dataset(train)
-    for lam, label, ours in ((1.0, "DySLIM (lambda=1)", True), (0.0, "MSE-only (lambda=0)", False)):
+    variants = variants or ((1.0, "DySLIM (lambda=1)", True, {}), (0.0, "MSE-only (lambda=0)", False, {}))
+    for lam, label, ours, extra in variants:
         model = DySLIMRegressor(network="periodic_conv", hidden_layer_sizes=(32,), integrator="residual",
                                 mmd_bandwidths=(0.2, 0.5, 0.9, 1.3, 2, 5, 9, 13, 20, 50, 90, 130),
                                 lambda_uncond=lam, lambda_cond=lam, max_iter=sizes["ks_iter"], batch_size=128,
-                                random_state=seed).fit(X, y)
+                                random_state=seed, **extra).fit(X, y)
         rmse, mmd, div, long = _evaluate(_dyslim_rollout(model), test, mu, sd,
                                          dict(sizes, long=sizes["ks_long"]), np.random.RandomState(seed))
         tail = long[:, -sizes["tail"]:].reshape(-1, 64)
@@ -371,6 +377,10 @@ def main():
         if "ablation" in args.cases:
             _ablation_case(tables, "clean, 1000 steps", seed, dict(sizes, quick=args.quick), noise=0.0)
             _ablation_case(tables, "noise 0.5, 1000 steps", seed, dict(sizes, quick=args.quick), noise=0.5)
+        if "ks_sobolev" in args.cases:  # the paper's H^1 misfit on the field (domain length 22)
+            h1 = ((1.0, "DySLIM, H^1 misfit (sobolev_order=1)", False, dict(sobolev_order=1, sobolev_length=22.0)),)
+            _ks_case(tables, "KS clean", seed, sizes, noise=0.0, variants=h1)
+            _ks_case(tables, "KS noise 0.5", seed, sizes, noise=0.5, variants=h1)
         if "cost" in args.cases:
             _step_cost(tables, seed, args.device)
         if "gpu" in args.cases:

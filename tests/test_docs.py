@@ -232,3 +232,61 @@ def test_a_planted_workshop_word_is_caught(tmp_path, planted, caught):
     changelog = tmp_path / "whats_new.rst"
     changelog.write_text(planted)
     assert bool(_workshop_words(changelog, planted)) == (caught and "used" not in planted and "earlier" not in planted)
+
+
+# History belongs to the changelog, not to the code: comments and docstrings state the present behaviour and its
+# reason ("is used to compute" describes a purpose and is fine; "used to compute" alone is history).
+_CODE_HISTORY = re.compile(r"(?<!is )(?<!are )(?<!was )(?<!were )(?<!be )(?<!been )(?<!being )\bused to\b"
+                           r"|\bpreviously\b|\bformerly\b|\bearlier versions?\b|\bthe former ", flags=re.I)
+
+
+def _code_history_phrases(path):
+    """(line number, phrase) of every history phrase in the comments and docstrings of the Python file ``path``."""
+    import ast
+    import io
+    import tokenize
+
+    source = pathlib.Path(path).read_text(encoding="utf-8")
+    prose = [(tok.start[0], tok.string) for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+             if tok.type == tokenize.COMMENT]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                    and isinstance(first.value.value, str)):
+                prose += [(first.lineno + i, line) for i, line in enumerate(first.value.value.splitlines())]
+    # a phrase may wrap across two lines of a docstring or a comment block: scan each line joined to the next
+    prose.sort()
+    found = set()
+    for (number, text), (_, following) in zip(prose, prose[1:] + [(0, "")]):
+        joined = " ".join(text.lstrip("#").split()) + " " + " ".join(following.lstrip("#").split())
+        found |= {(number, m.group(0).strip().lower()) for m in _CODE_HISTORY.finditer(joined)
+                  if m.start() <= len(" ".join(text.lstrip("#").split()))}
+    return sorted(found)
+
+
+def test_code_comments_and_docstrings_keep_no_history():
+    files = sorted((ROOT / "sklearn_icml").rglob("*.py"))
+    assert len(files) > 50
+    found = [f"{path.relative_to(ROOT)}:{n}: {phrase!r} (history: doc/whats_new.rst)"
+             for path in files for n, phrase in _code_history_phrases(path)]
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("planted, caught", [
+    ('    """Fit the model.\n\n    The layout of an earlier version drew rows.\n    """', True),
+    ("    # the solver previously ran in float64", True),
+    ("    # Formerly a dense matrix.", True),
+    ('    """Scores.\n\n    Four estimators used to carry their own\n    loops.\n    """', True),
+    ("    # kept in float32: the former layout overflowed", True),
+    ("    # the buffer is used to\n    # compute the argmin", False),
+    ('    """Scores.\n\n    The grid is used to build the kernel.\n    """', False),
+    ("    note = 'previously fitted'  # a string, not prose", False),
+])
+def test_a_planted_history_phrase_in_code_is_caught(tmp_path, planted, caught):
+    module = tmp_path / "module.py"
+    module.write_text(f"def f():\n{planted}\n    return 1\n")
+    found = _code_history_phrases(module)
+    assert bool(found) == caught, found
+    if caught:
+        assert found[0][0] >= 2

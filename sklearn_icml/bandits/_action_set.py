@@ -131,7 +131,8 @@ class ActionSet:
         first = np.argmax(rows != 0, axis=1)
         sign = np.sign(rows[np.arange(len(rows)), first])
         canon = np.ascontiguousarray(np.round(rows * sign[:, None], 12) + 0.0)  # + 0.0 turns -0.0 into 0.0
-        # distinct rows through a byte view (several times faster than np.unique(axis=0))
+        # distinct rows through a byte view: each row one opaque key, cheaper to sort than np.unique(axis=0)'s
+        # column-by-column order
         keys = canon.view(np.dtype((np.void, canon.dtype.itemsize * canon.shape[1]))).ravel()
         _, first_of, group = np.unique(keys, return_index=True, return_inverse=True)
         return canon[first_of], np.column_stack([iu, ju]), group.reshape(-1)

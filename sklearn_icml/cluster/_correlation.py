@@ -207,8 +207,9 @@ class CorrelationClustering(_SignedGraphMixin, ClusterMixin, BaseEstimator):
     it is in agreement and not both endpoints are light; clusters are the
     connected components. Theory asks for small constants; on noisy planted
     partitions ``beta = lam = 0.2`` leaves every vertex light (all singletons),
-    so the defaults are ``beta=0.8, lam=0.4``, the best setting measured on
-    planted partitions (p_in = 0.8). Tune them with :class:`~sklearn.model_selection.GridSearchCV`:
+    so the defaults are ``beta=0.8, lam=0.4``, large enough that a vertex of
+    a noisy planted cluster stays heavy (see :doc:`the benchmark page
+    </benchmarks/correlation>`). Tune them with :class:`~sklearn.model_selection.GridSearchCV`:
     ``score`` is minus the disagreements of held-out vertices against the
     fitted clustering, on the estimator's own graph, so it compares
     clusterings of one graph only (``beta``, ``lam``, ``method``). No
@@ -228,9 +229,9 @@ class CorrelationClustering(_SignedGraphMixin, ClusterMixin, BaseEstimator):
     their connected components (a random ``s``-out sample of a dense cluster
     is connected with high probability). ``O(n s^2 log(max degree))``
     time: ``2 n s^2`` adjacency tests, each a binary search in one sorted
-    row, visited row after row (on 10^5 vertices at mean degree 100, over
-    10x faster than the exact algorithm at the same cost; 10^6 vertices of
-    mean degree 10 in about 20 s on one core). [verify] The paper's exact
+    row, visited row after row; its cost does not grow with the degree, as
+    the exact algorithm's does (timings on :doc:`the benchmark page
+    </benchmarks/correlation>`). [verify] The paper's exact
     sampling probabilities could not be read; these (uniform neighbours
     and uniform members of the closed neighbourhoods, with replacement)
     are this library's.

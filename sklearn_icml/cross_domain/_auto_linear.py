@@ -170,16 +170,14 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
     pairs between frozen, pre-trained encoders *and decoders*; we read this
     as a loss on the decoded output [verify], so by default
     (``bridge_space="output"``) each map is then refined through the frozen
-    decoder of its target domain, with the latent fit's penalty. On the 1-D
-    benchmark this lowers the forward error at every number of pairs and
-    the inverse error with many pairs, but decodes less smooth logs (a
-    lower SSIM); ``bridge_space="latent"`` keeps the closed-form maps.
-    The default latent sizes (32 values for the measurements, 16 for the
-    property) are those of the method's 1-D pilot. On the 1-D benchmark,
-    larger codes of the traces (64 or 128 values, 32 for the logs), a wider
-    penalty grid, a penalty per latent dimension, standardised latent codes
-    or K-fold instead of leave-one-out choice of the penalty did not lower
-    the inverse error reliably over seeds, so the defaults stay. With
+    decoder of its target domain, with the latent fit's penalty: the
+    refinement fits what is compared (the decoded output), at the price of
+    less smooth decoded logs; ``bridge_space="latent"`` keeps the
+    closed-form maps. The default latent sizes (32 values for the
+    measurements, 16 for the property) are those of the method's 1-D
+    setting; the alternatives compared with them (larger codes, other
+    penalty choices) are on :doc:`the benchmark page
+    </benchmarks/auto_linear>`. With
     PCA encoders, 64 components of the traces make the inverse map as good
     as ridge regression on the raw traces; the masked autoencoders' codes
     are level with it at 100 pairs and behind it from about 150 pairs on.

@@ -18,8 +18,8 @@ __all__ = ["DEFAULT_BRIDGE_ALPHAS", "SVDPLSRegression", "fit_bridge", "refine_in
 #: Ridge penalties tried by the "ridge" bridge when ``bridge_alphas`` is None.
 DEFAULT_BRIDGE_ALPHAS = np.logspace(-4, 4, 17)
 
-#: L-BFGS iterations of the output-space refinement: the map is small and starts at the latent fit; on the 1-D
-#: benchmark 50 iterations give the errors of 200 to within 1 % at a fifth of the cost.
+#: L-BFGS iterations of the output-space refinement: the map is small and starts at the latent fit, so a short
+#: run refines it (see the benchmark page).
 _REFINE_ITER = 50
 
 

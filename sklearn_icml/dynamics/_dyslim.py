@@ -267,8 +267,10 @@ class DySLIMRegressor(RegressorMixin, TorchEstimatorMixin, BaseEstimator):
         scales of the field more, so that a prediction with the right
         large scales and wrong small ones is penalised. It is a norm over
         space: for a state of unrelated coordinates (Lorenz-63) it has no
-        meaning, and the paper uses it only for fields. Dynamics mode only;
-        with ``normalize`` the residual is in z-scores per grid point.
+        meaning, and the paper uses it only for fields. White observation
+        noise weighs as much at fine scales as at coarse ones, so on noisy
+        fields the weighted misfit is mostly noise. Dynamics mode only; with
+        ``normalize`` the residual is in z-scores per grid point.
     sobolev_length : float, default=1.0
         Length ``L`` of the periodic domain in the wavenumbers of the
         Sobolev misfit (the DySLIM code's default is 1; pass the physical
@@ -350,13 +352,9 @@ class DySLIMRegressor(RegressorMixin, TorchEstimatorMixin, BaseEstimator):
     the number of dilation levels chosen so that every output point sees
     the whole grid (the paper uses 4 levels, 4 blocks of 48 channels at 512
     points). A field network whose receptive field is a small part of the
-    grid learns the one-step map poorly and its rollouts diverge: on
-    Kuramoto-Sivashinsky at 64 points, a plain stack of three circular
-    convolutions (13 points) reached a one-step error of 28% of the
-    increment after 1000 MSE steps and every rollout left the attractor
-    within 5 steps; the dilated network (one block of 32 channels, 4
-    levels), 8% after the same 1000 steps, with rollouts that keep the
-    field's energy over 1000 steps. The Sinkhorn divergence uses POT's
+    grid learns the one-step map poorly and its rollouts diverge (the
+    comparison on Kuramoto-Sivashinsky is on :doc:`the benchmark page
+    </benchmarks/dyslim>`). The Sinkhorn divergence uses POT's
     log-domain solver with the regularisation set to 5% of the mean cost,
     as we assume ``ott``'s relative default to be. The Sobolev misfit
     (``sobolev_order``) is the code's ``sobolev_norm`` on a 1-D periodic
@@ -365,8 +363,8 @@ class DySLIMRegressor(RegressorMixin, TorchEstimatorMixin, BaseEstimator):
     that order 0 equals the default squared error and the weights
     ``lambda_uncond`` and ``lambda_cond`` keep their scale.
 
-    Where the measure term helps: in our runs on *noisy* Lorenz-63
-    observations the MSE emulator learns a contracting map whose rollouts
+    Where the measure term helps: on *noisy* Lorenz-63 observations the
+    MSE emulator can learn a contracting map whose rollouts
     collapse, and DySLIM keeps the attractor; on *clean* data with a short
     time step the MSE emulator already reproduces the attractor and DySLIM's
     long-run statistics are worse. The unconditional term is the cause: on

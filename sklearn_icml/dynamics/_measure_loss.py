@@ -29,8 +29,8 @@ class _IMQBlock(torch.autograd.Function):
     (a^2 + d)^2`` accumulated in the same loop. Backward, with ``G = grad *
     slope``: ``dL/dP = 2 (rowsum(G) P - G Q) + 2 (colsum(G_P) P - G_P^T P)``
     where ``G_P`` is the block of ``Q``'s rows that are ``P``. The products
-    with a narrow factor are taken as ``(Q^T G^T)^T``, which BLAS does several
-    times faster on the CPU than ``G Q``.
+    with a narrow factor are taken as ``(Q^T G^T)^T``, which BLAS does faster
+    on the CPU than ``G Q``.
     """
 
     @staticmethod

@@ -6,7 +6,7 @@ blocked matmul argmin (``|s|^2 - 2 x.s``: ``|x|^2`` does not change the
 argmin), never a full ``n x S`` matrix. :class:`NearestVoter` prepares the
 private embeddings once and reuses them every round: on the CPU a float32
 copy voted on by numpy's BLAS (OpenBLAS's single-precision GEMM runs close to
-a core's peak, a quarter faster than torch's on the machines measured), each
+a core's peak, ahead of torch's on the CPU), each
 block one GEMM against ``-2 s`` (exact: a power of two) into a buffer
 allocated once, then ``+ |s|^2`` and the argmin; on a GPU a float32 tensor
 on the device, each block one fused ``addmm`` (the squared norms as GEMM's

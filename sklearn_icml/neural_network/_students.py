@@ -40,8 +40,8 @@ def _make_class():
         above (``h`` of shape ``(N, fan_in, n)``) are one ``baddbmm``; an
         output of width 1 sends its gradient back by a broadcast product
         instead of a batched GEMM with an inner dimension of 1.
-        ``tanh(z) = 2 sigmoid(2z) - 1`` (torch's sigmoid kernel is about 3x
-        faster on the CPU than its tanh), computed in place on the GEMM's
+        ``tanh(z) = 2 sigmoid(2z) - 1`` (torch's sigmoid kernel is faster
+        on the CPU than its tanh), computed in place on the GEMM's
         output, whose factor 2 the GEMM applies.
         """
 

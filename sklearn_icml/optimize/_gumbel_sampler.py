@@ -141,8 +141,9 @@ class GumbelModel:
 def per_node_epoch(problem, n_samples, tau, random_state=0):
     """One epoch shaped like the released generated script: a Python step per node and per parent.
 
-    Kept for the cost comparison of the benchmark (the vectorised sampler
-    against the release's structure); returns the loss.
+    The reference structure for the cost comparison of the benchmark page
+    (the vectorised sampler against the release's structure); returns the
+    loss.
     """
     import torch
     import torch.nn.functional as F

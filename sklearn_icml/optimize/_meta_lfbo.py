@@ -284,11 +284,9 @@ class MetaLFBOClassifier(ClassifierMixin, TorchEstimatorMixin, BaseEstimator):
       As in MALIBO's code, mini-batches, the validation split and the
       embedding noise are drawn over these *rows* (the two rows of an
       observation below the threshold, labels 0 and 1, are drawn
-      independently). Earlier versions drew them over observations (both
-      rows together, one noise draw); the MALIBO benchmark page compares
-      both layouts with the hand-written loop that preceded the training
-      layer, paired over seeds: no difference in held-out regret beyond seed
-      noise.
+      independently), as the method's per-row loss implies; the
+      alternative layout (both rows of an observation together, one noise
+      draw) is compared on :doc:`the benchmark page </benchmarks/meta_bo>`.
     * ``n_iter_`` counts the Newton iterations of :meth:`fit` (the
       estimator's own solver, as in
       :class:`~sklearn.linear_model.LogisticRegression`); the meta-training
@@ -376,8 +374,8 @@ class MetaLFBOClassifier(ClassifierMixin, TorchEstimatorMixin, BaseEstimator):
         self.verbose = verbose
 
     # meta-training data layout: MALIBO's rows; "observations" (each observation with both its rows, one noise
-    # draw per observation or, with _meta_noise_per_row, per row) is the layout used before, kept private for
-    # the benchmark's study of the port to the training layer
+    # draw per observation or, with _meta_noise_per_row, per row) is the alternative layout, private: only the
+    # benchmark's layout comparison sets it (see the benchmark page)
     _meta_layout = "rows"
     _meta_noise_per_row = False
 

@@ -17,8 +17,8 @@ custom ``train_step``:
   validation loss is noise-free).
 
 The train step also accepts one item per *observation* (both its rows
-together), the layout used before; the benchmark's port study compares the
-two.
+together), the alternative layout that the benchmark page compares with
+MALIBO's.
 """
 
 import torch

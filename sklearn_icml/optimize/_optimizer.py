@@ -410,8 +410,8 @@ class MetaBayesianOptimizer(TorchEstimatorMixin, _LikelihoodFreeBase):
         ``n_iter_no_change=5``).
     classifier : MetaLFBOClassifier, default=None
         Template of the meta-learned classifier (network size, training
-        budget); default ``MetaLFBOClassifier()``, a small network that
-        meta-trains several times faster than the paper's size. It is
+        budget); default ``MetaLFBOClassifier()``, a network with about a
+        tenth of the paper's arithmetic per observation. It is
         cloned; its ``gamma``, ``weight_type`` and ``device`` are set to the
         optimiser's. A classifier already meta-trained (by
         :meth:`MetaLFBOClassifier.meta_fit` on tasks scaled to the unit cube)

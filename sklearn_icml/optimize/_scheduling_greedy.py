@@ -194,7 +194,7 @@ class GreedyStageScheduler(StageSchedulerMixin, BaseEstimator):
     Notes
     -----
     The split is the "topological split" baseline against which the
-    differentiable scheduler is measured in this library's benchmark; it is
+    differentiable scheduler is compared on the benchmark page; it is
     not from the paper, which compares against CPLEX, Gurobi and CP-SAT.
 
     References

@@ -248,7 +248,7 @@ def _draws(source):
 # exact samplers (Canonne, Kamath and Steinke, 2020, Algorithms 1 to 3), vectorised over elements
 
 
-_WORD = 62  # bits of one uniform draw used to build larger uniform integers
+_WORD = 62  # bits of one uniform draw; larger uniform integers are built from several
 
 
 def _big_below(high, idx, draw):

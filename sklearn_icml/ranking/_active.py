@@ -93,9 +93,9 @@ class ActivePairSampler:
         away from 0, ``P_t(a) > epsilon``: the pure rule (``0``) can drive a
         settled pair's probability towards 0, and its inverse-probability
         weight, and the variance of the estimate, without bound. The default
-        0.1 bounds every weight by ``10 * n_pairs`` and costs little: in
-        simulation it needs about 3 % more votes than the pure rule for a
-        given win-matrix interval width (see Notes). ``0`` is the paper's
+        0.1 bounds every weight by ``10 * n_pairs`` while leaving most of the
+        probability to the rule (its cost in votes is on :doc:`the benchmark
+        page </benchmarks/arena>`). ``0`` is the paper's
         pure rule, ``1`` uniform sampling.
     tie_labels : array-like, default=("tie", "tie (bothbad)")
         Labels of ``y`` that mean a tie (outcome 1/2).
@@ -130,13 +130,11 @@ class ActivePairSampler:
     (``(Q + prior/2) / (n + prior) - ((S + prior/2) / (n + prior))^2`` with
     ``S``, ``Q`` the sums of outcomes and squared outcomes), and ``n_a``
     includes the prior. Probabilities are per unordered pair; :meth:`sample`
-    puts each drawn pair in random order. In simulation (8 competitors, see
-    ``benchmarks/bench_arena.py``) the rule needs about 16 % fewer votes than
-    uniform sampling until every win-matrix interval is narrower than 0.2
-    (the paper: 35 % fewer on its replayed votes), and about 7 % *more*
-    votes until every Bradley-Terry score interval is narrower than 0.3, as
-    the inverse-probability weights inflate the variance (the paper: 5 %
-    fewer).
+    puts each drawn pair in random order. The rule targets the win-matrix
+    intervals; the Bradley-Terry score intervals can need more votes than
+    under uniform sampling, as the inverse-probability weights inflate the
+    variance (votes needed for both, against uniform sampling, on
+    :doc:`the benchmark page </benchmarks/arena>`).
 
     References
     ----------

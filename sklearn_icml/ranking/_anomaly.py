@@ -91,15 +91,13 @@ class RaterAnomalyDetector:
     Orientation (the paper's): a pair is ``(m, m')`` with ``m`` before ``m'``
     in the sorted competitors, and the outcome ``H = 1`` when ``m'`` wins.
 
-    Measured behaviour (tests and ``benchmarks/bench_arena.py``, 8 simulated
-    competitors, 100 votes per voter, ``alpha = 0.1``): the paper's one-sided
-    p-value combined by Fisher has little power on binary votes, because a
-    vote for ``m`` gets ``p = 1`` and a vote for ``m'`` at best the historical
-    frequency of ``m'`` winning: it flags 30 % of the voters who always back
-    the weaker competitor (0 to 60 % depending on the simulated scores), 0.3 %
-    of coin-flipping voters and no honest voter (it is conservative). The
-    randomized two-sided p-value flags 100 % and 98.5 % of them, at a
-    false-positive rate of 6 % (at most ``alpha``). Votes on pairs without history get ``p = 1`` (paper) or a
+    The paper's one-sided p-value combined by Fisher has little power on
+    binary votes, because a vote for ``m`` gets ``p = 1`` and a vote for
+    ``m'`` at best the historical frequency of ``m'`` winning; it is
+    conservative. The randomized two-sided p-value is exactly uniform under
+    the null, so its false-positive rate is ``alpha``, and it flags voters
+    who back either side too often (detection rates of both on :doc:`the
+    benchmark page </benchmarks/arena>`). Votes on pairs without history get ``p = 1`` (paper) or a
     uniform draw (randomized). FastChat's code uses an e-value test instead of
     the paper's Fisher test; it is not implemented here.
 

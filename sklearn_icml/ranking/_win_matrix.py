@@ -121,9 +121,9 @@ class WinMatrixEstimator:
     frequencies ``n_a / T``, which turns the estimate into the per-pair mean
     outcome, and its interval uses the per-pair outcome variance,
     ``var_a / n_a`` (with estimated frequencies the noise of the pair counts
-    drops out of the influence function). In simulation (see
-    ``benchmarks/bench_arena.py`` and the tests) both intervals cover at their
-    nominal 95 % level with enough votes per pair; with few votes per pair
+    drops out of the influence function). Both intervals are asymptotic
+    (coverage in simulation on :doc:`the benchmark page
+    </benchmarks/arena>`); with few votes per pair
     the normal approximation is poor (a pair whose votes all went one way
     gets a zero-width interval).
 
