@@ -20,9 +20,6 @@ KNOWN_GROUND_IMPORTS = {}
 #: ``utils`` is the house's internal toolkit: its private modules are shared by every package on purpose.
 SHARED_INTERNALS = ("utils",)
 KNOWN_PRIVATE_IMPORTS = {
-    ("generative._pe_voting", "privacy._discrete"):
-        "add_noise is public now; gaussian_on_grid is not exported yet",
-    ("generative._private_evolution", "privacy._discrete"): "noise_random_state is public: switch the import",
     ("bandits._env", "datasets._bandits"): "the generator is to move below the family (datasets imports no family)",
 }
 

@@ -16,7 +16,7 @@ intra-op thread count in force, see ``utils._torch.torch_threads``).
 
 import numpy as np
 
-from ..privacy._discrete import add_noise, gaussian_on_grid
+from ..privacy import add_noise, gaussian_on_grid
 
 __all__ = ["NearestVoter", "nearest_votes", "noisy_histogram"]
 
@@ -138,7 +138,7 @@ def noisy_histogram(votes, n_bins, *, noise_std, threshold, rng):
     """Vote counts plus discrete Gaussian noise, minus the threshold, clipped at 0.
 
     The noise is exact discrete Gaussian noise on a power-of-two grid of
-    step at most 1 (``privacy._discrete``), so the integer counts lie on it;
+    step at most 1 (see :func:`~sklearn_icml.privacy.gaussian_on_grid`), so the integer counts lie on it;
     its standard deviation is ``noise_std`` rounded up to a multiple of the
     step (a relative ``2**-13`` at most).
 
@@ -153,7 +153,7 @@ def noisy_histogram(votes, n_bins, *, noise_std, threshold, rng):
     threshold : float
         Subtracted from every noisy count before clipping.
     rng : numpy.random.RandomState
-        Source of the noise (see ``privacy._discrete.noise_random_state``).
+        Source of the noise (see ``privacy.noise_random_state``).
 
     Returns
     -------

@@ -15,10 +15,10 @@ from ..privacy import (
     gaussian_rounds_noise_multiplier,
     geometric_mechanism,
     ledger_entry,
+    noise_random_state,
     private_bounds,
     split_budget,
 )
-from ..privacy._discrete import noise_random_state
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import as_numpy
 from ..utils._torch_base import TorchEstimatorMixin

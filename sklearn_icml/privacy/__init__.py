@@ -14,8 +14,8 @@
   :func:`gaussian_rounds_noise_multiplier`);
 * budget bookkeeping: :class:`Accountant`, :func:`ledger_entry` and
   :func:`split_budget` (parts that never add up to more than the total);
-* the exact discrete samplers underneath: :func:`grid_laplace` and
-  :func:`add_noise`, the exponential mechanism :func:`exponential_choice`,
+* the exact discrete samplers underneath: :func:`grid_laplace`,
+  :func:`gaussian_on_grid` and :func:`add_noise`, the exponential mechanism :func:`exponential_choice`,
   the noise sources :func:`noise_random_state` and :func:`secret_seed`;
 * the parts of a release whose exact totals are reduced elsewhere (blocks of
   a Dask collection): :func:`release_group_totals`, and for the quadtree
@@ -40,7 +40,14 @@ its input (finite data and bounds, ``0 < epsilon < inf``, ``0 <= delta < 1``).
 from ._accounting import Accountant, ledger_entry, split_budget
 from ._bounds import PrivateBounds, grid_histogram, private_bounds
 from ._continual import ContinualQuadtreeHistogram
-from ._discrete import add_noise, exponential_choice, grid_laplace, noise_random_state, secret_seed
+from ._discrete import (
+    add_noise,
+    exponential_choice,
+    gaussian_on_grid,
+    grid_laplace,
+    noise_random_state,
+    secret_seed,
+)
 from ._exceptions import PrivacyLeakWarning
 from ._local_hashing import olh_count_std, olh_parameters
 from ._mechanisms import (
@@ -71,6 +78,7 @@ __all__ = [
     "gaussian_delta",
     "gaussian_mechanism",
     "gaussian_noise_scale",
+    "gaussian_on_grid",
     "gaussian_rounds_epsilon",
     "gaussian_rounds_noise_multiplier",
     "geometric_mechanism",

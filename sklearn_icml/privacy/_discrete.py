@@ -512,6 +512,7 @@ def gaussian_grid_step(sigma, sensitivity=None):
     return min(grid, grid_step(sensitivity, SENSITIVITY_BITS))
 
 
+@validate_params({"sigma": POSITIVE}, prefer_skip_nested_validation=True)
 def gaussian_on_grid(sigma):
     """Discrete Gaussian noise of standard deviation at least ``sigma`` for an integer query.
 
@@ -520,9 +521,23 @@ def gaussian_on_grid(sigma):
     integers lie on the grid, and ``sigma`` is only rounded up to a multiple
     of the step (a relative ``2**-13`` at most).
 
+    Parameters
+    ----------
+    sigma : float
+        Standard deviation of the noise.
+
     Returns
     -------
-    GridNoise
+    noise : GridNoise
+        A named tuple ``(kind, grid, scale, sensitivity)`` for :func:`add_noise`
+        (the sensitivity is NaN: the calibration was made elsewhere).
+
+    Examples
+    --------
+    >>> from sklearn_icml.privacy import gaussian_on_grid
+    >>> noise = gaussian_on_grid(3.0)
+    >>> noise.kind, noise.grid <= 1.0, 3.0 <= noise.scale <= 3.0 * (1 + 2 ** -13)
+    ('gaussian', True, True)
     """
     grid = gaussian_grid_step(sigma)
     return GridNoise("gaussian", grid, math.ceil(sigma / grid) * grid, float("nan"))

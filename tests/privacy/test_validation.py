@@ -21,6 +21,7 @@ from sklearn_icml.privacy import (
     gaussian_delta,
     gaussian_mechanism,
     gaussian_noise_scale,
+    gaussian_on_grid,
     geometric_mechanism,
     grid_laplace,
     grow_tree,
@@ -135,6 +136,8 @@ CASES = {
         lambda **kw: grid_laplace(**(dict(sensitivity=1.0, epsilon=1.0, n_rounded=1) | kw)),
         [("epsilon", e) for e in BAD_EPS] + [("sensitivity", s) for s in (NAN, INF, 0.0, -1.0)]
         + [("n_rounded", 0)]),
+    "gaussian_on_grid": (lambda **kw: gaussian_on_grid(**(dict(sigma=2.0) | kw)),
+                         [("sigma", s) for s in (NAN, INF, 0.0, -1.0)]),
     "add_noise": (
         lambda **kw: add_noise(**(dict(value=[1.0, 2.0], noise=grid_laplace(1.0, 1.0, n_rounded=1),
                                        source=noise_random_state(0)) | kw)),
