@@ -151,8 +151,12 @@ def _expected_rows(table):
                     verdict = "tie" if len(a) >= 2 and n_peer >= n else "unpaired"
                     if verdict == "tie":
                         d = np.subtract(a, b)
+                        scale = max(float(np.max(np.abs(a))), float(np.max(np.abs(b))))
+                        # equal up to rounding (a peer computing the same thing): no difference at all
+                        if np.all(np.abs(d) <= 1e-12 * scale):
+                            low = high = 0.0
                         # constant difference (up to rounding): the interval is the point itself
-                        if np.allclose(d, d[0], rtol=1e-12, atol=1e-15):
+                        elif np.allclose(d, d[0], rtol=1e-12, atol=1e-15):
                             low = high = d[0]
                         else:
                             low, high = ttest_rel(a, b).confidence_interval(0.95)
