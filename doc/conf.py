@@ -56,6 +56,7 @@ numpydoc_validation_exclude = {
     r"\.get_feature_names_out$", r"\.__sklearn_tags__$", r"\.__sklearn_is_fitted__$",
     # a named tuple's generated members (count, index, the field aliases)
     r"\.Segment\.\w+$",
+    r"\.PrivateBounds\.\w+$",
     # inherited from Python's BaseException by the warning classes
     r"\.add_note$", r"\.with_traceback$",
 }
