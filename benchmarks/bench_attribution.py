@@ -240,7 +240,7 @@ def run_case(name, make, seed, args, tables, bars, diagnostics):
         t_rel.add(name, label, r["relative_sensitivity"][:, k].mean(), ours=True)
     t_infd.add(name, "AGG_faith (m_agg=50)", res50["infidelity"][:, k].mean(), ours=True)
 
-    # the bars
+    # the targets
     infd = res["infidelity"]
     best_single = int(np.argmin(infd[:, :k].mean(axis=0)))
     sens_r = results["robustness"]

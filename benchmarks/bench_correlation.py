@@ -12,7 +12,7 @@ p_in inside a group and p_out across, every other pair '−'):
 2. a vertex stream (2000 random-order insertions, a uniformly random deletion
    after every 4th): final cost of ``DynamicCorrelationClustering`` against the
    static Agreement and Pivot recomputed on the final graph, and singletons;
-3. graph queries per update of the dynamic algorithm against the bar
+3. graph queries per update of the dynamic algorithm against the target
    ``40 log2(n)^2``, and against the ``2m`` adjacency entries a recomputation reads;
 4. per-update cost as n grows with a fixed number of clusters, so that the mean
    degree grows with n (1k .. 8k vertices, 8 clusters): graph queries and CPU

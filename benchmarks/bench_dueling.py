@@ -262,7 +262,7 @@ def _glm_tables(args, quick):
                     loss.add(case, method, log_loss(y_te, est.predict_proba(X_te)[:, 1]), ours=ours)
     err.note("The target (0.05 in the inf-norm from 2 10^4 uniform duels) is tested on the hard instance "
              "(tests/bandits/test_glm.py); on this instance the statistical error of any efficient estimate is "
-             "about that size (see the spread), so the bar is not a property of the solver here.")
+             "about that size (see the spread), so the target is not a property of the solver here.")
     err.note("With the probit link, LogisticRegression fits the wrong link: its coefficients are on the logit "
              "scale (about 1.6 times the probit ones), hence the large error.")
     return [err, loss, fit_time]

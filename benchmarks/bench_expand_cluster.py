@@ -13,8 +13,8 @@ gamma = 0.8 counted in students, beta = pi/6, float64 polish of the recovered ne
 2. Cost: the ten batched students against one student trained alone, the same code and steps on both sides
    (the batched module with N = 10 or N = 1): 3000 full-batch Adam steps (the estimator's default), then the
    joint float64 L-BFGS polish (at most 1000 iterations; the iterations each side ran are in a table). Wall
-   clock (the bar: <= 3x, Adam and polish together, and Adam alone) and CPU seconds.
-3. Rows without a bar (``--extras``): the official rule (``count="units", gamma=0.5``), ``prune=False``,
+   clock (the target: <= 3x, Adam and polish together, and Adam alone) and CPU seconds.
+3. Rows without a target (``--extras``): the official rule (``count="units", gamma=0.5``), ``prune=False``,
    rho = 4, a ReLU teacher, a 6-5-4-1 tanh teacher, 1 % output noise; ``--extras-seeds K`` runs them on the
    first K seeds only (each costs minutes per seed on a loaded 2-core box).
 4. GPU rows (``--digits``): a 64-32-10 ReLU MLPRegressor trained on scikit-learn's digits (one-hot targets),

@@ -390,7 +390,7 @@ def cost_table(args, n_obs):
                   "paper: the task head adapts in closed form, a GP refits its kernel matrix)", gp / ours, 50.0,
                   op=">=")
     else:
-        table.note(f"GP step / our step: {gp / ours:.0f}x (the bars are stated at 500 observations; the GP's cost "
+        table.note(f"GP step / our step: {gp / ours:.0f}x (the targets are stated at 500 observations; the GP's cost "
                    "grows with n^3, ours about linearly).")
     return table
 
