@@ -326,9 +326,9 @@ class CoxSurvival(SurvivalMixin, TorchEstimatorMixin, BaseEstimator):
         eta = self._log_risk(X)
         # every hazard ratio between two training samples rounds to exactly 1: the penalty left the null model
         if self.alpha > 0 and np.exp(np.ptp(eta)) == 1.0:
-            warnings.warn(f"{name}: alpha={self.alpha!r} shrinks every coefficient to (numerically) zero (the log-risk is the "
-                          "same for every training sample to float64 precision: the null model, which ranks no "
-                          "one). The penalty overwhelms the partial likelihood; use a smaller alpha.",
+            warnings.warn(f"{name}: alpha={self.alpha!r} shrinks every coefficient to (numerically) zero (the "
+                          "log-risk is the same for every training sample to float64 precision: the null model, "
+                          "which ranks no one). The penalty overwhelms the partial likelihood; use a smaller alpha.",
                           UserWarning, stacklevel=2)
         self.event_times_, self.cum_baseline_hazard_ = breslow_baseline(eta, time, event)
         return self
