@@ -1,5 +1,6 @@
 """The layering rules: the ground imports no family, a family imports only the public names of another
-package, and no two modules import each other.
+package, the tour (one package above the families) imports only public names, and no two modules import
+each other.
 
 A static scan of the relative imports of every module (those inside functions too, which a
 runtime check of ``sys.modules`` misses), checked on the package and on planted faults.
@@ -82,6 +83,20 @@ def private_imports(edges, top):
     return found
 
 
+def tour_private_imports(edges, top):
+    """``(tour module, private module)`` pairs where the tour imports a private module of a package."""
+    found = set()
+    for a, targets in edges.items():
+        rel = a.removeprefix(top + ".")
+        if rel.split(".")[0] != "_tour":
+            continue
+        for b in targets:
+            parts = b.removeprefix(top + ".").split(".")
+            if parts[0] not in ("_tour", *SHARED_INTERNALS) and any(p.startswith("_") for p in parts[1:]):
+                found.add((rel, ".".join(parts)))
+    return found
+
+
 def _strip(pairs, top):
     return {tuple(p.removeprefix(top + ".") for p in pair) for pair in pairs}
 
@@ -102,6 +117,13 @@ def test_a_family_imports_only_public_names_of_another_package():
     root = pathlib.Path(sklearn_icml.__file__).parent
     found = private_imports(relative_imports(root), "sklearn_icml")
     assert found <= set(KNOWN_PRIVATE_IMPORTS), sorted(found - set(KNOWN_PRIVATE_IMPORTS))
+
+
+def test_the_tour_lives_in_one_place_and_imports_public_names():
+    """The tour's entries sit above the families, in ``sklearn_icml/_tour/``, and use them as a user would."""
+    root = pathlib.Path(sklearn_icml.__file__).parent
+    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("_tour.py")) == []
+    assert tour_private_imports(relative_imports(root), "sklearn_icml") == set()
 
 
 def test_private_kmeans_layers():
@@ -130,7 +152,11 @@ def test_the_scan_catches_planted_faults(tmp_path):
     (pkg / "privacy" / "_noise.py").write_text("")
     (pkg / "bandits" / "_p.py").write_text("def k():\n    from ..privacy._noise import z\n")  # private, lazy
     (pkg / "bandits" / "_q.py").write_text("from ..privacy import z\nfrom ..utils._x import h\nfrom ._p import k\n")
+    (pkg / "_tour").mkdir()
+    (pkg / "_tour" / "bandits.py").write_text("from ..bandits._p import k\nfrom ..bandits import q\n"
+                                              "from ._base import E\nfrom ..utils._x import h\n")
     edges = relative_imports(pkg)
     assert circles(edges) == {("pkg.metrics._a", "pkg.metrics._b")}
     assert ground_imports(edges, "pkg") == {("utils._x", "bandits")}
     assert private_imports(edges, "pkg") == {("bandits._p", "privacy._noise")}
+    assert tour_private_imports(edges, "pkg") == {("_tour.bandits", "bandits._p")}
