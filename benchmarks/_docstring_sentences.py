@@ -63,7 +63,7 @@ def docstring_sentences(n_per_class=150, random_state=0):
     """``(texts, labels, class_names)``: ``n_per_class`` sentences of each field (fewer when it has fewer).
 
     The sentences of each field are sorted and ``n_per_class`` of them drawn with ``random_state``,
-    so the same installed libraries give the same set.
+    so the same installed libraries give the same set; ``n_per_class=None`` takes them all.
     """
     per_class = {label: set().union(*(_first_sentences(m) for m in modules)) for label, modules in SOURCES.items()}
     seen = {}
@@ -75,7 +75,7 @@ def docstring_sentences(n_per_class=150, random_state=0):
     names = list(SOURCES)
     for k, label in enumerate(names):
         pool = sorted(s for s in per_class[label] if len(seen[s.lower()]) == 1)
-        pick = rng.choice(len(pool), size=min(n_per_class, len(pool)), replace=False)
+        pick = rng.choice(len(pool), size=min(n_per_class or len(pool), len(pool)), replace=False)
         texts += [pool[i] for i in sorted(pick)]
         labels += [k] * len(pick)
     return texts, np.array(labels), names
