@@ -52,7 +52,7 @@ from sklearn_icml.finetune import (  # noqa: E402
     apply_adapters,
     magnitude_direction_shift,
 )
-from sklearn_icml.utils._torch import resolve_device  # noqa: E402
+from sklearn_icml.utils import resolve_device  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 

@@ -67,7 +67,7 @@ from sklearn_icml.privacy import (  # noqa: E402
     gaussian_rounds_noise_multiplier,
     private_quadtree_histogram,
 )
-from sklearn_icml.utils._torch import resolve_device  # noqa: E402
+from sklearn_icml.utils import resolve_device  # noqa: E402
 
 SIGMAS = (11.3, 2.31)
 AIM_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_peer_smartnoise_aim.py")

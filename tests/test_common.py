@@ -63,7 +63,7 @@ def test_estimators_of_other_inputs_run_the_contract_on_their_own_input():
     own_input = [est for est in ESTIMATORS if not get_tags(est).input_tags.two_d_array]
     names = {type(est).__name__ for est in own_input}
     assert {"GumbelScheduler", "GreedyStageScheduler", "CPSATScheduler", "InContextNGram", "NGramTransformerLM",
-            "PrivateEvolutionText", "AdaptiveShapeScheduler"} <= names
+            "PrivateEvolutionText", "AdaptiveShapeScheduler", "BradleyTerryRanker", "EloRater"} <= names
     for est in own_input:
         checks = {estimator_checks._check_name(c) for _, c in estimator_checks._all_checks(est, fit_data=fit_data)}
         assert {"check_param_validation", "check_estimator_repr", "check_fit_returns_self_on_own_input",

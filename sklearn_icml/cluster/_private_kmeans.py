@@ -36,7 +36,8 @@ from ..privacy import (
 from ..utils._dask import is_dask_collection
 from ..utils._random import SEED_MAX
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
-from ..utils._torch import DEVICE_CONSTRAINT, as_numpy, resolve_device
+from ..utils._torch import as_numpy
+from ..utils._torch_base import TorchEstimatorMixin
 from ..utils._validation import ESTIMATOR_EPSILON, check_test_data
 from ._exact_sums import group_sums as exact_group_sums
 from ._exact_sums import scale_exponents, step_pieces, step_sums
@@ -165,7 +166,8 @@ class _Records:
 # the estimator
 
 
-class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, BaseEstimator):
+class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, TorchEstimatorMixin,
+                    BaseEstimator):
     """Differentially private k-means by the private Mettu-Plaxton greedy.
 
     The unified algorithm of Dupré la Tour, Henzinger and Saulpic (ICML
@@ -320,8 +322,8 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         Index of the run chosen by the exponential mechanism when
         ``n_repeats > 1`` (0 otherwise).
     device_ : str
-        Where the fit ran (``"cpu"`` or ``"cuda"``; :meth:`partial_fit`
-        always runs on the CPU).
+        Where the fit ran (``"cpu"``, ``"cuda"`` or ``"cuda:<index>"``;
+        :meth:`partial_fit` and Dask inputs always run on the CPU).
     n_features_in_ : int
         Number of features seen in fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -464,10 +466,8 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         "max_steps": [Interval(Integral, 1, 1 << 40, closed="both")],
         "n_repeats": [Interval(Integral, 1, None, closed="left")],
         "n_init": [Interval(Integral, 1, None, closed="left")],
-        "device": DEVICE_CONSTRAINT,
         "random_state": ["random_state"],
-        "verbose": ["verbose"],
-    }
+    }  # device and verbose: merged by TorchEstimatorMixin
 
     def __init__(self, n_clusters=8, *, epsilon=1.0, delta=1e-6, bounds=None, bounds_share=0.1, privacy="central",
                  algorithm="greedy", n_components="auto", n_levels="auto", threshold_factor=1.5,
@@ -566,10 +566,6 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
                 f"runs' costs) needs a curator that sees the data; it is not available with {what}."
             )
 
-    def _device(self):
-        dev = resolve_device(self.device) if self.device != "cpu" else None
-        return None if dev is None or dev.type == "cpu" else dev
-
     def _n_components(self, d, n_hat, epsilon):
         if self.n_components == "auto":
             return _auto_components(d, n_hat, epsilon)
@@ -600,8 +596,10 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         self : object
             Fitted estimator.
         """
-        device = self._device()  # resolved (and refused without a GPU) before any work
-        self.device_ = "cpu" if device is None else device.type
+        with self._torch_fit_context() as ctx:  # device resolved (cuda without a GPU raises), threads scoped
+            return self._fit(X, None if ctx.device.type == "cpu" else ctx.device)
+
+    def _fit(self, X, device):
         if is_dask_collection(X):
             from ._private_kmeans_dask import dask_records
 
@@ -843,8 +841,11 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
                     f"they fix the stream's privacy budget, so they cannot change mid-stream. Call fit, or start "
                     f"a new estimator, to begin a new stream."
                 )
-        self._device()  # the device rule (cuda without a GPU raises); the stream itself runs on the CPU
-        self.device_ = "cpu"
+        with self._torch_fit_context():  # the device rule (cuda without a GPU raises)
+            self.device_ = "cpu"  # the stream itself runs on the CPU
+            return self._partial_fit(X, first)
+
+    def _partial_fit(self, X, first):
         dask_input = is_dask_collection(X)
         if dask_input:
             from ._private_kmeans_dask import dask_records

@@ -168,7 +168,9 @@ def refine_in_output_space(kind, bridge, Z_in, Y_out, decoder, alphas):
     with torch_threads():
         Z = to_tensor(Zs, "cpu", torch.float64)
         Y = to_tensor((Y_out - decoder.mean_) / decoder.scale_, "cpu", torch.float64)
-        W = torch.tensor((coef * sd).T, dtype=torch.float64, requires_grad=True)
+        # torch.tensor keeps the strides of its numpy input and the gradient follows them, while L-BFGS flattens
+        # gradients with .view(-1): the parameters start contiguous, whatever the layout of the latent fit's coef_
+        W = torch.tensor(np.ascontiguousarray((coef * sd).T), dtype=torch.float64, requires_grad=True)
         b = torch.tensor(intercept + coef @ mu, dtype=torch.float64, requires_grad=True)
         frozen = [p.requires_grad for p in module.parameters()]
         for p in module.parameters():

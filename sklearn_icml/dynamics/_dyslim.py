@@ -2,13 +2,12 @@
 
 Training goes through the shared layer :func:`~sklearn_icml.utils._training.fit_module`
 with a custom train step (one optimiser step per mini-batch of ``(x0, future
-states)``). ``max_iter`` counts optimiser steps, as in the DySLIM code, not
-epochs: the sequence of mini-batches of all ``max_iter`` steps is drawn up
-front from the seeded generator (successive random permutations of the rows,
-cut into batches of ``batch_size``), and the layer runs one pass over that
-index stream in order. The stream costs ``8 * max_iter * batch_size`` bytes on
-the training device. The per-step terms ``(total, l2, uncond, cond)`` are
-kept on the device and read once at the end (``loss_curve_``).
+states)``) on a step budget (``budget="steps"``): ``max_iter`` counts optimiser
+steps, as in the DySLIM code, not epochs. The sequence of mini-batches of all
+``max_iter`` steps is drawn up front from the seeded generator (successive
+random permutations of the rows, cut into batches of ``batch_size``); it costs
+``8 * max_iter * batch_size`` bytes. The per-step terms ``(total, l2, uncond,
+cond)`` are kept on the device and read once at the end (``loss_curve_``).
 """
 
 import copy
@@ -52,19 +51,13 @@ def rollout_weights(n_steps, weighting, decay):
     return [float(v) for v in w]
 
 
-def _batch_stream(n, batch_size, n_steps, generator):
-    """Row indices of every mini-batch of ``n_steps`` steps: successive seeded permutations, in order."""
-    import torch
-
-    if n <= batch_size:  # full batch at every step, rows in order
-        return torch.arange(n).repeat(n_steps), n
-    need = n_steps * batch_size
-    passes = [torch.randperm(n, generator=generator) for _ in range(math.ceil(need / n))]
-    return torch.cat(passes)[:need], batch_size
-
-
 class _Objective:
-    """The DySLIM batch objective as the layer's ``train_step(module, idx, None)``; logs its terms per step."""
+    """The DySLIM batch objective as the layer's ``train_step(module, idx, None)``; logs its terms per step.
+
+    In training mode it logs its terms and counts the steps (the curriculum's clock); in eval mode
+    (the validation pass of early stopping) it neither logs nor draws: the rollout is the full one
+    of the current horizon, without the push-forward's random start.
+    """
 
     def __init__(self, est, X, Y, horizon, generator, device, name, reporter):
         import torch
@@ -121,7 +114,7 @@ class _Objective:
         import torch
 
         K = self.horizon_now()
-        if self.est.pushforward and K >= 2:
+        if self.est.pushforward and K >= 2 and module.training:
             k = int(torch.randint(2, K + 1, (1,), generator=self.generator))
             with torch.no_grad():
                 p = x0
@@ -159,6 +152,8 @@ class _Objective:
             loss = loss + self.lam_u * uncond
         if self.lam_c:
             loss = loss + self.lam_c * cond
+        if not module.training:
+            return loss
         if self.step < len(self.log):
             self.log[self.step] = torch.stack([loss.detach(), l2.detach(), uncond.detach(), cond.detach()])
         self.step += 1
@@ -285,6 +280,26 @@ class DySLIMRegressor(RegressorMixin, TorchEstimatorMixin, BaseEstimator):
         Adam's step size.
     max_iter : int, default=2000
         Optimiser steps (not epochs).
+    early_stopping : bool, default=False
+        Hold out ``validation_fraction`` of the rows, evaluate the objective
+        on them after every pass over the training rows (``ceil(n_train /
+        batch_size)`` steps) and stop when it has not decreased by at least
+        ``tol`` for more than ``n_iter_no_change`` passes; the map of the best
+        validation objective is kept. The held-out objective is the training
+        one (misfit and measure terms over batches of ``batch_size`` held-out
+        rows) with the full rollout, without the push-forward's random start.
+        Without early stopping all ``max_iter`` steps run: the training
+        objective of a batch (an MMD between batches) is too noisy an
+        estimate to stop on.
+    validation_fraction : float in (0, 1), default=0.1
+        Share of the rows held out for early stopping (drawn from the seeded
+        generator).
+    n_iter_no_change : int >= 1, default=10
+        Passes without an improvement of the validation objective tolerated
+        (``early_stopping`` only).
+    tol : float >= 0, default=1e-4
+        Minimal decrease of the validation objective that counts as an
+        improvement (``early_stopping`` only).
     mode : {"auto", "dynamics", "regression"}, default="auto"
         ``"dynamics"``: ``y`` holds the next state (width ``n_features``) or
         the ``K`` next states (width ``K * n_features``). ``"regression"``:
@@ -320,6 +335,12 @@ class DySLIMRegressor(RegressorMixin, TorchEstimatorMixin, BaseEstimator):
     loss_curve_ : ndarray of shape (``n_iter_``, 4)
         Per optimiser step: total loss, ``l2`` (the Sobolev misfit with
         ``sobolev_order``), ``U`` and ``C`` (the unweighted terms).
+    validation_scores_ : list of float or None
+        The held-out objective after each pass (lower is better) with
+        ``early_stopping``; ``None`` otherwise.
+    best_validation_score_ : float or None
+        Its smallest value (that of the map kept) with ``early_stopping``;
+        ``None`` otherwise.
     n_iter_ : int
         Optimiser steps run.
     n_outputs_ : int
@@ -450,8 +471,9 @@ class DySLIMRegressor(RegressorMixin, TorchEstimatorMixin, BaseEstimator):
                  integrator="residual", dt=1.0, n_rollout_steps=1, rollout_weighting="geometric", rollout_decay=0.1,
                  lambda_uncond=0.0, lambda_cond=1.0, measure="mmd", mmd_bandwidths=(0.2, 0.5, 0.9, 1.3),
                  pushforward=False, curriculum_every=None, sobolev_order=None, sobolev_length=1.0, normalize=True,
-                 batch_size=256, learning_rate=1e-3, max_iter=2000, mode="auto", grad_clip=1.0, device="cpu",
-                 random_state=None, verbose=0):
+                 batch_size=256, learning_rate=1e-3, max_iter=2000, early_stopping=False, validation_fraction=0.1,
+                 n_iter_no_change=10, tol=1e-4, mode="auto", grad_clip=1.0, device="cpu", random_state=None,
+                 verbose=0):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
         self.network = network
@@ -473,6 +495,10 @@ class DySLIMRegressor(RegressorMixin, TorchEstimatorMixin, BaseEstimator):
         self.batch_size = batch_size
         self.learning_rate = learning_rate
         self.max_iter = max_iter
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
         self.mode = mode
         self.grad_clip = grad_clip
         self.device = device
@@ -541,6 +567,8 @@ class DySLIMRegressor(RegressorMixin, TorchEstimatorMixin, BaseEstimator):
             Fitted estimator.
         """
 
+        import torch
+
         from ..utils._training import ProgressReporter, fit_module
         from ._networks import FlowMap, build_network
 
@@ -593,20 +621,24 @@ class DySLIMRegressor(RegressorMixin, TorchEstimatorMixin, BaseEstimator):
             dtype = next(module.parameters()).dtype
             Xt = to_tensor(Xz, device, dtype)
             Yt = to_tensor(Yz, device, dtype)
-            stream, batch = _batch_stream(n, self.batch_size, self.max_iter, generator)
             reporter = ProgressReporter(name, self.max_iter, self.verbose) if self.verbose else None
             objective = _Objective(self, Xt, Yt, K, generator, device, name, reporter)
+            rows = torch.arange(n, device=device)  # the objective reads its batches from Xt, Yt by row
             result = fit_module(
-                module, stream, None, train_step=objective, max_iter=1, batch_size=batch,
-                learning_rate=self.learning_rate, optimizer="adam", n_iter_no_change=1, shuffle=False,
+                module, rows, None, train_step=objective, budget="steps", max_iter=self.max_iter,
+                batch_size=self.batch_size, learning_rate=self.learning_rate, optimizer="adam",
+                early_stopping=self.early_stopping, validation_fraction=self.validation_fraction,
+                n_iter_no_change=self.n_iter_no_change if self.early_stopping else None, tol=self.tol,
                 grad_clip=self.grad_clip, device=device, random_state=generator, verbose=0, name=name)
             curve = to_numpy(objective.log, np.float64)
         self.module_ = result.module
         self.mode_ = mode
         self.n_rollout_steps_ = K
         self.n_outputs_ = q
-        self.n_iter_ = int(objective.step)
+        self.n_iter_ = result.n_iter
         self.loss_curve_ = curve[:self.n_iter_]
+        self.validation_scores_ = result.validation_scores
+        self.best_validation_score_ = result.best_validation_score
         return self
 
     # -- prediction --------------------------------------------------------------------------------

@@ -20,6 +20,9 @@ __all__ = ["ExpandAndCluster"]
 
 #: L-BFGS iterations of one polish.
 POLISH_MAX_ITER = 500
+#: A unit "carries output" when its outgoing weight norm times its activation's spread over the probes is at
+#: least this fraction of the largest of its layer (units below it are near-dead spares of a wide student).
+OUTPUT_SHARE = 0.01
 #: scikit-learn MLP names of the activations MLPRegressor supports.
 _SKLEARN_ACTIVATIONS = {"relu": "relu", "tanh": "tanh", "sigmoid": "logistic", "identity": "identity"}
 
@@ -54,6 +57,24 @@ def _from_batched(module, student=0):
     weights = [w.detach().double().numpy()[student].T.copy() for w in module.weights]
     biases = [b.detach().double().numpy()[student].copy() for b in module.biases]
     return weights, biases
+
+
+def _units_outside_clusters(weights, biases, losses, layer, labels, activation, X):
+    """(units of the best student of ``layer`` that carry output and are in no kept cluster, the layer's width).
+
+    A unit carries output when the norm of its outgoing weights times the standard deviation of its activation
+    over the probes is at least ``OUTPUT_SHARE`` times the largest of the layer (the rows of ``labels`` are the
+    students' units, student by student).
+    """
+    best = int(np.argmin(losses))
+    width = biases[layer].shape[1]
+    coefs = [w[best].T for w in weights]
+    intercepts = [b[best] for b in biases]
+    H = _forward(coefs, intercepts, activation, X, n_layers=layer + 1)
+    out = np.linalg.norm(weights[layer + 1][best], axis=0) * H.std(axis=0)
+    carries = out >= OUTPUT_SHARE * out.max() if out.max() > 0 else np.zeros(width, dtype=bool)
+    outside = labels[best * width:(best + 1) * width] < 0
+    return int(np.sum(carries & outside)), width
 
 
 class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, TorchEstimatorMixin,
@@ -106,6 +127,15 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
         After the polish, remove the unit whose removal costs least, one at a
         time, while the re-fitted training loss stays at or below the best
         student's (re-fits use float64 L-BFGS even when ``polish=None``).
+    fallback_ratio : float >= 1, default=2.0
+        The rebuilt network is kept when its training MSE is at most
+        ``fallback_ratio`` times the best student's. Otherwise a unit was lost
+        on the way: the best student is returned as it was trained (full
+        width) with a :class:`~sklearn.exceptions.ConvergenceWarning` that
+        names, per hidden layer, how many of the best student's units are in
+        no kept cluster, and ``recovered_`` is False. Above 1, the margin
+        lets a right-sized network fit noisy outputs a little worse than an
+        over-parameterised student does; ``np.inf`` turns the check off.
     student_max_iter : int, default=3000
         Adam steps of the students (cosine schedule).
     student_lr : float, default=1e-2
@@ -164,6 +194,13 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
         unaligned.
     n_pruned_ : int
         Units removed by the pruning.
+    recovered_ : bool
+        Whether the returned network is the rebuilt one; False when the best
+        student was returned instead (no cluster in a layer, or the rebuilt
+        network fitted worse than ``fallback_ratio`` times the best student).
+    rebuilt_loss_ : float
+        Training MSE of the rebuilt network, pruning included (NaN when a
+        layer had no cluster and nothing was rebuilt).
     linkage_matrices_ : list of ndarray
         Per clustered layer, scipy's linkage matrix.
     cut_heights_ : list of float
@@ -214,10 +251,13 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
       only some students and is lost to the clustering. The polish takes the
       students to 1e-7 or below at the cost of about 1000 more passes.
 
-    When no cluster of a layer survives, a
-    :class:`~sklearn.exceptions.ConvergenceWarning` says so and the best
-    student is returned exactly as it was trained (full width, none of the
-    layers recovered below that one).
+    The returned network never fits the probes worse than ``fallback_ratio``
+    times the best student without a warning. When no cluster of a layer
+    survives, or when the rebuilt network fits worse than that (a teacher
+    unit was in no kept cluster, typically of a deep layer whose students
+    disagree), a :class:`~sklearn.exceptions.ConvergenceWarning` says which
+    layers lost units and how many, and the best student is returned exactly
+    as it was trained (full width, ``recovered_`` False).
 
     References
     ----------
@@ -253,6 +293,7 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
         "linkage": [StrOptions({"average", "complete", "single", "weighted"})],
         "distance": [StrOptions({"l2", "cosine"})],
         "prune": ["boolean"],
+        "fallback_ratio": [Interval(Real, 1, None, closed="both")],
         "student_max_iter": [Interval(Integral, 1, None, closed="left")],
         # above float32's range the optimiser cannot even store the learning rate
         "student_lr": [Interval(Real, 0, 1e6, closed="right")],
@@ -266,8 +307,9 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
 
     def __init__(self, n_hidden_layers=1, *, activation="tanh", n_students=10, student_width=None, gamma=0.8,
                  beta=np.pi / 6, count="students", linkage="average", distance="l2", prune=True,
-                 student_max_iter=3000, student_lr=1e-2, student_polish_max_iter=1000, finetune_max_iter=1500,
-                 finetune_lr=1e-3, polish="lbfgs", batch_size=None, device="cpu", random_state=None, verbose=0):
+                 fallback_ratio=2.0, student_max_iter=3000, student_lr=1e-2, student_polish_max_iter=1000,
+                 finetune_max_iter=1500, finetune_lr=1e-3, polish="lbfgs", batch_size=None, device="cpu",
+                 random_state=None, verbose=0):
         self.n_hidden_layers = n_hidden_layers
         self.activation = activation
         self.n_students = n_students
@@ -278,6 +320,7 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
         self.linkage = linkage
         self.distance = distance
         self.prune = prune
+        self.fallback_ratio = fallback_ratio
         self.student_max_iter = student_max_iter
         self.student_lr = student_lr
         self.student_polish_max_iter = student_polish_max_iter
@@ -409,13 +452,17 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
             weights = [w.detach().double().numpy().copy() for w in students.weights]
             biases = [b.detach().double().numpy().copy() for b in students.biases]
             trained = ([w.copy() for w in weights], [b.copy() for b in biases])  # the students as fitted
+            missed = []  # per clustered layer: (clusters kept, best student's output units in none, its width)
             for layer in range(self.n_hidden_layers):
                 clusters, units = self._cluster_layer(weights, biases, layer)
                 dropped.append(clusters.n_dropped)
+                missed.append((len(clusters.members),
+                               *_units_outside_clusters(weights, biases, losses, layer, clusters.labels, act, X)))
                 reporter.message(f"layer {layer + 1}: {len(clusters.members)} clusters kept, "
                                  f"{clusters.n_dropped} dropped as unaligned")
                 if not clusters.members:
                     self.n_dropped_clusters_ = np.asarray(dropped, dtype=int)
+                    self.rebuilt_loss_ = float("nan")
                     return self._fall_back(X, Y, self.student_losses_, *trained, layer)
                 V, factor, student_ids, unit_ids = units
                 W, b, outgoing, shift = collapse_clusters(clusters, V, factor, student_ids, unit_ids, losses,
@@ -432,6 +479,9 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
             intercepts = [b_[0].copy() for b_ in biases]
             coefs, intercepts = _output_lstsq(coefs, intercepts, act, X, Y)
             self._finish(coefs, intercepts, X, Y, device, generator, name, finetune=True)
+            self.rebuilt_loss_ = self.loss_
+            if not self.loss_ <= self.fallback_ratio * self.student_losses_.min():
+                self._fall_back_worse(X, Y, *trained, missed)
         return self
 
     def _cluster_layer(self, weights, biases, layer):
@@ -473,11 +523,33 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
                       f"{self.beta:.3g}, so the teacher was not recovered{lost}; the best student is returned as "
                       "it was trained (full width). Train the students longer (student_max_iter), or lower "
                       "gamma.", ConvergenceWarning, stacklevel=3)
+        return self._best_student(X, Y, losses, weights, biases)
+
+    def _best_student(self, X, Y, losses, weights, biases):
         best = int(np.argmin(losses))
         coefs = [w[best].T.copy() for w in weights]
         intercepts = [b[best].copy() for b in biases]
         self._set_network(coefs, intercepts, X, Y, [], n_pruned=0)
+        self.recovered_ = False
         return self
+
+    def _fall_back_worse(self, X, Y, weights, biases, missed):
+        """The best student as trained, with a warning naming the layers whose units were not recovered."""
+        best = float(self.student_losses_.min())
+        lost = [f"layer {layer + 1} ({kept} unit{'s' * (kept != 1)} kept; {n_out} of the best student's {width} "
+                f"units that carry output are in no kept cluster)"
+                for layer, (kept, n_out, width) in enumerate(missed) if n_out]
+        where = ("not recovered: " + ", ".join(lost) if lost else
+                 "every unit of the best students that carries output is in a kept cluster, so a unit was lost in "
+                 "the collapse or the fine-tunes")
+        warnings.warn(f"{type(self).__name__}: the rebuilt network (hidden widths {self.hidden_layer_sizes_}) fits "
+                      f"the probes worse than the best student (training MSE {self.loss_:.3g} against {best:.3g}, "
+                      f"more than fallback_ratio={self.fallback_ratio:g} times), so the teacher was {where}. The "
+                      f"best student is returned as it was trained (hidden widths "
+                      f"{tuple(b.shape[1] for b in biases[:-1])}) and recovered_ is False. Train the students "
+                      "longer (student_max_iter, student_polish_max_iter), train more students, or lower gamma.",
+                      ConvergenceWarning, stacklevel=3)
+        return self._best_student(X, Y, self.student_losses_, weights, biases)
 
     def _finish(self, coefs, intercepts, X, Y, device, generator, name, finetune):
         """Final fine-tune of the recovered network, polish, pruning."""
@@ -551,6 +623,7 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
         self.loss_ = _mse(self.coefs_, self.intercepts_, self.activation, X, Y)
         self.loss_curve_ = [*curve, self.loss_]
         self.n_pruned_ = int(n_pruned)
+        self.recovered_ = True
 
     @property
     def _n_features_out(self):

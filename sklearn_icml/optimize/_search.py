@@ -181,12 +181,13 @@ class MetaBayesSearchCV(TorchEstimatorMixin, BaseSearchCV):
     Parameters
     ----------
     estimator : estimator object, default=None
-        The estimator to tune (required).
+        The estimator to tune (required: :meth:`fit` raises a ``ValueError``
+        when it is None).
     search_spaces : dict, default=None
-        Parameter name -> space (required). A space is a list of values
-        (numbers are searched as an ordered scale, anything else as
-        categories), ``(low, high)`` (integers if both are ints, reals
-        otherwise) or ``(low, high, "log-uniform")``.
+        Parameter name -> space (required, as ``estimator``). A space is a
+        list of values (numbers are searched as an ordered scale, anything
+        else as categories), ``(low, high)`` (integers if both are ints,
+        reals otherwise) or ``(low, high, "log-uniform")``.
     n_iter : int, default=32
         Number of settings evaluated (fewer when a finite space runs out).
     n_points : int, default=1
@@ -308,8 +309,8 @@ class MetaBayesSearchCV(TorchEstimatorMixin, BaseSearchCV):
 
     _parameter_constraints = {
         **BaseSearchCV._parameter_constraints,
-        "estimator": [HasMethods(["fit"])],
-        "search_spaces": [dict],
+        "estimator": [HasMethods(["fit"]), None],  # None: the default, refused in fit as a missing argument
+        "search_spaces": [dict, None],
         "n_iter": [Interval(Integral, 1, None, closed="left")],
         "n_points": [Interval(Integral, 1, None, closed="left")],
         "meta_results": [list, tuple, None],
@@ -358,6 +359,10 @@ class MetaBayesSearchCV(TorchEstimatorMixin, BaseSearchCV):
             The fitted search.
         """
         self._validate_params()
+        missing = [name for name in ("estimator", "search_spaces") if getattr(self, name) is None]
+        if missing:
+            raise ValueError(f"{type(self).__name__}: {' and '.join(missing)} must be given (the estimator to tune "
+                             f"and the space of its parameters to search); got None.")
         with self._torch_fit_context():  # device resolved first and recorded, torch's threads scoped
             if hasattr(self.estimator, "__sklearn_tags__"):  # else the parameter validation reports it
                 target_tags = get_tags(self.estimator).target_tags

@@ -183,6 +183,43 @@ def check_ids(name, items, *, what="X"):
                          f"{missing[0]!r}. Drop these battles or give the competitors names.")
 
 
+def check_distinct(name, items, codes, rows=None, *, what="X"):
+    """Reject battles of a competitor with itself.
+
+    Parameters
+    ----------
+    name : str
+        The estimator's name, for messages.
+    items : ndarray of shape (n_items,)
+        The competitors that ``codes`` index.
+    codes : ndarray of shape (n_battles, 2)
+        Codes of the first and second competitor of each battle.
+    rows : ndarray of shape (n_battles,), False or None, default=None
+        Row of ``X`` of each battle, for messages (``arange(n_battles)`` when
+        None; False when the rows are not known, as for aggregated blocks).
+    what : str, default="X"
+        Where the battles came from, for messages.
+
+    Notes
+    -----
+    A battle needs two different competitors: a self-battle is no comparison
+    (its Bradley-Terry logit, and its Elo update, do not depend on any rating)
+    and in a battle log it is a data error, such as an id copied into both
+    columns.
+    """
+    same = np.flatnonzero(codes[:, 0] == codes[:, 1])
+    if not same.size:
+        return
+    example = f"{items[codes[same[0], 0]]!r} against {items[codes[same[0], 1]]!r}"
+    if rows is False:
+        where = f"{same.size} distinct battle(s) of {what} pit a competitor against itself (e.g. {example})"
+    else:
+        rows = same if rows is None else np.asarray(rows)[same]
+        shown = ", ".join(str(int(r)) for r in rows[:5]) + (", ..." if rows.size > 5 else "")
+        where = f"{same.size} row(s) of {what} pit a competitor against itself (row(s) {shown}: e.g. {example})"
+    raise ValueError(f"{name}: a battle needs two different competitors; {where}. Drop these rows.")
+
+
 def split_battles(name, X):
     """Split a validated ``X`` into its id columns (n, 2) and float covariates (n, p)."""
     ids = X[:, :2]

@@ -25,6 +25,7 @@ from ._battles import (
     _is_in,
     _sort_keys,
     as_battle_array,
+    check_distinct,
     check_ids,
     encode_ids,
     factorize,
@@ -219,9 +220,10 @@ class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
     compared for equality only, and the columns after them are numeric battle
     covariates entering the logit linearly (e.g. differences in answer length
     for style control; oriented first minus second). Ids must not be None,
-    NaN or infinite (``ValueError``). A battle of a competitor with itself
-    carries no information on the scores (its logit does not depend on
-    them); it still informs the covariate coefficients, so it is kept.
+    NaN or infinite (``ValueError``). A battle needs two different
+    competitors: a row that pits a competitor against itself is no
+    comparison (its logit does not depend on the scores) and is refused with
+    a ``ValueError`` naming the row.
     ``y`` holds outcome
     labels, see ``win_labels`` and ``tie_labels``.
 
@@ -466,6 +468,7 @@ class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
         self._tie_weights = {lab: float(w) for lab, w in zip(tie_labels.tolist(), tie_w) if w > 0}
         items, codes = encode_ids(ids)
         check_ids(name, items)
+        check_distinct(name, items, codes, rows=None if keep.all() else np.flatnonzero(keep))
         M = len(items)
         buckets, inv = _bt_solver.aggregate(codes, score, Z, freq, ipw, M, return_inverse=True)
         n_battles = (np.bincount(codes[:, 0], weights=freq, minlength=M)
@@ -708,6 +711,10 @@ class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
+        # X holds battles (two competitor ids, then covariates), not a feature matrix: the random matrices of
+        # scikit-learn's data checks are no battle logs (they hold self-battles); its API checks and the house
+        # checks run on real battles
+        tags.input_tags.two_d_array = False
         tags.input_tags.string = True
         tags.input_tags.categorical = True
         return tags

@@ -25,7 +25,7 @@ from sklearn.utils import check_array, column_or_1d
 
 from ..utils._dask import aligned_blocks, is_dask_collection, n_columns, reduce_blocks, sum_combine
 from . import _bt_solver
-from ._battles import _key, check_ids, factorize, lookup_ids, parse_outcomes, split_battles
+from ._battles import _key, check_distinct, check_ids, factorize, lookup_ids, parse_outcomes, split_battles
 
 
 def _block_arrays(block, *, name, n_features, tie_keys, ties):
@@ -203,6 +203,7 @@ def prepare_dask(ranker, X, y, sample_weight, sampling_proba, seeds=None):
                          "with ties='drop').")
     items = table.items  # sorted as in memory: factorize of the union of the blocks' sorted ids
     check_ids(name, items)
+    check_distinct(name, items, np.column_stack([table.a, table.b]), rows=False)
     ipw = None if sampling_proba is None else table.ipw / (total_ipw / total_freq)
     buckets, inv = _bt_solver.aggregate(np.column_stack([table.a, table.b]), label_scores[table.lab], table.Z,
                                         freq, ipw, len(items), return_inverse=True)

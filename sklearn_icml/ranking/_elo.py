@@ -15,6 +15,7 @@ from ..utils._torch import as_numpy
 from ._battles import (
     DEFAULT_TIE_LABELS,
     as_battle_array,
+    check_distinct,
     check_ids,
     encode_ids,
     factorize,
@@ -92,8 +93,7 @@ class EloRater(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
     ratings_ : ndarray of shape (n_items,)
         Current Elo ratings.
     n_battles_ : ndarray of shape (n_items,)
-        Battles each competitor has played (ties included even when dropped;
-        self-battles not).
+        Battles each competitor has played (ties included even when dropped).
     n_features_in_ : int
         Number of columns of ``X``.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -109,9 +109,10 @@ class EloRater(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
     the two id columns are validated as numeric but not used (Elo has no
     covariates). Ratings depend on the order of the rows: ``fit`` processes
     them in the given order, starting every competitor at ``init_rating``.
-    Ids must not be None, NaN or infinite (``ValueError``). A battle of a
-    competitor with itself would change no rating; it is skipped (and not
-    counted in ``n_battles_``). The
+    Ids must not be None, NaN or infinite (``ValueError``). A battle needs
+    two different competitors: a row that pits a competitor against itself
+    would change no rating and is refused with a ``ValueError`` naming the
+    row (by ``partial_fit`` too, before any rating moves). The
     expected score is evaluated as a logistic function of the rating gap, so
     no rating gap overflows; ratings beyond float64 (an absurd ``k``) raise a
     ``ValueError``.
@@ -211,6 +212,7 @@ class EloRater(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
         if reset:
             items, codes = encode_ids(ids)
             check_ids(name, items)
+            check_distinct(name, items, codes)
             self.classes_, self.first_wins_label_ = classes_, first
             self.items_ = items
             self.ratings_ = np.full(len(self.items_), float(self.init_rating))
@@ -218,15 +220,17 @@ class EloRater(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
         else:
             codes = lookup_ids(self.items_, ids)
             new = codes < 0
+            fresh = np.empty(0, dtype=object)
             if new.any():
                 fresh, fresh_codes = factorize(np.ascontiguousarray(ids[new]))
                 check_ids(name, fresh)
                 codes[new] = len(self.items_) + fresh_codes
+            # checked before the state grows: a refused batch leaves the rater as it was
+            check_distinct(name, np.concatenate([self.items_.astype(object), fresh.astype(object)]), codes)
+            if len(fresh):
                 self.items_ = np.concatenate([self.items_.astype(object), fresh.astype(object)])
                 self.ratings_ = np.concatenate([self.ratings_, np.full(len(fresh), float(self.init_rating))])
                 self.n_battles_ = np.concatenate([self.n_battles_, np.zeros(len(fresh))])
-        distinct = codes[:, 0] != codes[:, 1]  # self-battles change no rating: skipped
-        codes, score = codes[distinct], score[distinct]
         self.n_battles_ += (np.bincount(codes[:, 0], minlength=len(self.items_))
                             + np.bincount(codes[:, 1], minlength=len(self.items_)))
         keep = np.ones(len(score), dtype=bool) if self.ties == "half" else score != 0.5
@@ -269,6 +273,10 @@ class EloRater(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
+        # X holds battles (two competitor ids), not a feature matrix: the random matrices of scikit-learn's data
+        # checks are no battle logs (they hold self-battles); its API checks and the house checks run on real
+        # battles
+        tags.input_tags.two_d_array = False
         tags.input_tags.string = True
         tags.input_tags.categorical = True
         return tags

@@ -75,8 +75,10 @@ class CoxSurvival(SurvivalMixin, TorchEstimatorMixin, BaseEstimator):
         ||w||^2) / n_samples``, with ``w`` the coefficients on the raw
         features for the linear model (scikit-survival's definition) and the
         weight matrices of the network (on standardised inputs) otherwise.
-        At most 1e100 (a larger penalty overflows and every coefficient is
-        already zero).
+        At most 1e100 (a larger penalty overflows). A penalty that
+        overwhelms the partial likelihood gives the null model: when the
+        fitted log-risk is the same for every training sample (to float64
+        precision), ``fit`` warns with a ``UserWarning`` naming ``alpha``.
     solver : {"lbfgs", "adam"}, default="lbfgs"
         Full-batch L-BFGS with a strong-Wolfe line search, or Adam on
         mini-batches of ``batch_size`` samples.
@@ -321,7 +323,14 @@ class CoxSurvival(SurvivalMixin, TorchEstimatorMixin, BaseEstimator):
         self.coefs_, self.intercepts_ = coefs, intercepts
         if not sizes:
             self.coef_ = self.coefs_[0][:, 0] / scale
-        self.event_times_, self.cum_baseline_hazard_ = breslow_baseline(self._log_risk(X), time, event)
+        eta = self._log_risk(X)
+        # every hazard ratio between two training samples rounds to exactly 1: the penalty left the null model
+        if self.alpha > 0 and np.exp(np.ptp(eta)) == 1.0:
+            warnings.warn(f"{name}: alpha={self.alpha!r} shrinks every coefficient to (numerically) zero (the "
+                          "log-risk is the same for every training sample to float64 precision: the null model, "
+                          "which ranks no one). The penalty overwhelms the partial likelihood; use a smaller alpha.",
+                          UserWarning, stacklevel=2)
+        self.event_times_, self.cum_baseline_hazard_ = breslow_baseline(eta, time, event)
         return self
 
     def _log_risk(self, X):

@@ -88,7 +88,7 @@ class TrainingResult:
         Validation loss of each epoch when ``early_stopping=True``, else
         ``None`` -> ``validation_scores_``. Lower is better.
     n_iter : int
-        Epochs run -> ``n_iter_``.
+        Epochs run (optimiser steps with ``budget="steps"``) -> ``n_iter_``.
     best_loss : float or None
         Smallest training loss (``early_stopping=False``) -> ``best_loss_``.
     best_validation_score : float or None
@@ -292,8 +292,9 @@ class EarlyStopping:
 
     Parameters
     ----------
-    n_iter_no_change : int >= 1, default=10
-        Epochs without an improvement of at least ``tol`` tolerated.
+    n_iter_no_change : int >= 1 or None, default=10
+        Epochs without an improvement of at least ``tol`` tolerated;
+        ``None`` never asks to stop (the best value is still tracked).
     tol : float >= 0, default=1e-4
         Minimal decrease of the monitored loss counted as an improvement.
     keep_best : bool, default=False
@@ -333,7 +334,7 @@ class EarlyStopping:
             self.best_epoch = self.epoch
             if self.keep_best and module is not None:
                 self.best_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
-        return self.no_improvement_count > self.n_iter_no_change
+        return self.n_iter_no_change is not None and self.no_improvement_count > self.n_iter_no_change
 
     def restore_best(self, module):
         """Load the kept best state into ``module`` (no-op when none was kept)."""
@@ -385,6 +386,61 @@ class _BatchIterator:
             yield self.dataset.batch(idx)
 
 
+class _Stream:
+    """A step budget over the rows: successive seeded permutations, cut into batches in order.
+
+    The whole order is drawn when the stream is made (before any step, so that the draws of an
+    objective that shares the generator come after it); a batch may span two passes. Each
+    epoch of the net takes the next ``steps_per_epoch`` batches of it (fewer at the end).
+    With no more rows than ``batch_size``, every step is the full set of rows in order.
+    """
+
+    def __init__(self, n_samples, batch_size, n_steps, generator, steps_per_epoch=None):
+        import torch
+
+        n_samples, batch_size, n_steps = int(n_samples), int(batch_size), int(n_steps)
+        if n_samples <= batch_size:
+            self.order, self.batch_size = None, n_samples
+        else:
+            need = n_steps * batch_size
+            passes = [torch.randperm(n_samples, generator=generator) for _ in range(math.ceil(need / n_samples))]
+            self.order, self.batch_size = torch.cat(passes)[:need], batch_size
+        self.n_samples, self.n_steps = n_samples, n_steps
+        self.steps_per_epoch = steps_per_epoch or math.ceil(n_samples / self.batch_size)
+        self.step = 0
+
+    @property
+    def n_epochs(self):
+        return math.ceil(self.n_steps / self.steps_per_epoch)
+
+    def take(self, device):
+        """Index tensors of the next epoch's batches."""
+        import torch
+
+        count = min(self.steps_per_epoch, self.n_steps - self.step)
+        for _ in range(count):
+            if self.order is None:
+                idx = torch.arange(self.n_samples)
+            else:
+                idx = self.order[self.step * self.batch_size:(self.step + 1) * self.batch_size]
+            self.step += 1
+            yield idx.to(device)
+
+
+class _StreamIterator:
+    """skorch ``iterator_train`` of a step budget: the next epoch of a :class:`_Stream`."""
+
+    def __init__(self, dataset, batch_size=None, stream=None):
+        self.dataset, self.stream = dataset, stream
+
+    def __len__(self):
+        return min(self.stream.steps_per_epoch, self.stream.n_steps - self.stream.step)
+
+    def __iter__(self):
+        for idx in self.stream.take(self.dataset.xs[0].device):
+            yield self.dataset.batch(idx)
+
+
 # -- the skorch net ------------------------------------------------------------------------------
 
 def _make_net_class():
@@ -405,11 +461,11 @@ def _make_net_class():
         def get_default_callbacks(self):
             return []  # replaced by the short list fit_module passes (no per-batch scoring)
 
-        def _set_training(self, training=True):
-            # skorch switches the mode of every submodule before every batch; switch only on a change
-            # (the mode the hand loops set once per epoch)
+        def _switch_mode(self, training):
+            # skorch's steps switch the mode of every submodule before every batch; the steps below
+            # switch only on a change (the mode the hand loops set once per epoch)
             if self.module_.training != training:
-                super()._set_training(training)
+                self.module_.train(training)
 
         def get_all_learnable_params(self):
             for name, param in self.module_.named_parameters():
@@ -424,23 +480,24 @@ def _make_net_class():
         def get_loss(self, y_pred, y_true, X=None, training=False):
             return self.loss_fn(y_pred, y_true)
 
-        def train_step_single(self, batch, **fit_params):
-            if self.train_step_fn is None:
-                return super().train_step_single(batch, **fit_params)
-            self._set_training(True)
+        def _batch_loss(self, batch, training, **fit_params):
             Xi, yi = batch
-            loss = self.train_step_fn(self.module_, Xi, yi)
+            if self.train_step_fn is not None:
+                return self.train_step_fn(self.module_, Xi, yi), None
+            y_pred = self.infer(Xi, **fit_params)
+            return self.get_loss(y_pred, yi, X=Xi, training=training), y_pred
+
+        def train_step_single(self, batch, **fit_params):
+            self._switch_mode(True)
+            loss, y_pred = self._batch_loss(batch, True, **fit_params)
             loss.backward()
-            return {"loss": loss, "y_pred": None}
+            return {"loss": loss, "y_pred": y_pred}
 
         def validation_step(self, batch, **fit_params):
-            if self.train_step_fn is None:
-                return super().validation_step(batch, **fit_params)
-            self._set_training(False)
-            Xi, yi = batch
+            self._switch_mode(False)
             with torch.no_grad():
-                loss = self.train_step_fn(self.module_, Xi, yi)
-            return {"loss": loss, "y_pred": None}
+                loss, y_pred = self._batch_loss(batch, False, **fit_params)
+            return {"loss": loss, "y_pred": y_pred}
 
         def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
             # skorch's version calls loss.item() per batch (a device sync) and records per-batch
@@ -464,8 +521,9 @@ def _make_net_class():
         """Stopping rule, non-finite check and LR schedule, once per epoch."""
 
         def __init__(self, stopper, early_stopping, scheduler_factory, name, learning_rate, per_batch=False,
-                     reporter=None):
+                     reporter=None, progress=None):
             self.reporter = reporter
+            self.progress = progress or (lambda net: len(net.history))  # epochs, or steps of a stream
             self.stopper = stopper
             self.early_stopping = early_stopping
             self.scheduler_factory = scheduler_factory
@@ -497,7 +555,7 @@ def _make_net_class():
                 else:
                     self.scheduler_.step()
             if self.reporter is not None:
-                self.reporter.tick(len(net.history))
+                self.reporter.tick(self.progress(net))
             if self.stopper.step(monitored, net.module_ if self.early_stopping else None):
                 self.stopped_ = True
                 raise KeyboardInterrupt  # skorch's documented way for a callback to end fit
@@ -580,7 +638,8 @@ def _check_params(name, max_iter, batch_size, learning_rate, validation_fraction
 
     positive_int(max_iter, "max_iter")
     positive_int(batch_size, "batch_size")
-    positive_int(n_iter_no_change, "n_iter_no_change")
+    if n_iter_no_change is not None:
+        positive_int(n_iter_no_change, "n_iter_no_change")
     if not (isinstance(learning_rate, (int, float)) and np.isfinite(learning_rate) and learning_rate > 0):
         raise ValueError(f"{name}: learning_rate must be a finite float > 0; got {learning_rate!r}.")
     if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol >= 0):
@@ -615,7 +674,7 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
                learning_rate=1e-3, optimizer="adamw", weight_decay=0.0, early_stopping=False,
                validation_fraction=0.1, n_iter_no_change=10, tol=1e-4, lr_schedule=None, grad_clip=None,
                device="cpu", random_state=None, verbose=0, name="Estimator", optimizer_options=None,
-               lr_schedule_interval="epoch", shuffle=True):
+               lr_schedule_interval="epoch", shuffle=True, budget="epochs"):
     """Train ``module`` on ``(X, y)`` with mini-batch gradient steps; the library's one training loop.
 
     Parameters
@@ -638,7 +697,7 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
         is a tensor (or a tuple of tensors) on ``device``; ``y_batch`` a tensor
         or None. Also used, under ``torch.no_grad``, for the validation loss.
     max_iter : int, default=200
-        Maximum number of epochs.
+        Maximum number of epochs (optimiser steps with ``budget="steps"``).
     batch_size : int, default=32
         Rows per mini-batch (clipped to the number of rows).
     learning_rate : float, default=1e-3
@@ -653,10 +712,11 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
         training loss (the last module is returned).
     validation_fraction : float in (0, 1), default=0.1
         Share of rows held out when ``early_stopping`` (at least one).
-    n_iter_no_change : int, default=10
+    n_iter_no_change : int or None, default=10
         Epochs without an improvement of at least ``tol`` tolerated before
-        stopping (scikit-learn's MLP rule). Set it to ``max_iter`` to always
-        run ``max_iter`` epochs.
+        stopping (scikit-learn's MLP rule). ``None`` always runs ``max_iter``
+        epochs (with ``early_stopping``, the module of the best validation
+        loss is still the one returned).
     tol : float, default=1e-4
         Minimal decrease of the monitored loss that counts as an improvement.
     lr_schedule : None, "cosine" or callable, default=None
@@ -687,6 +747,15 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
         Draw a new batch order every epoch; ``False`` keeps the rows' order
         (full-batch solvers on pre-sorted data). The validation split is
         drawn either way.
+    budget : {"epochs", "steps"}, default="epochs"
+        ``"steps"``: a step-budgeted stream. ``max_iter`` counts optimiser
+        steps; the (training) rows are visited as successive seeded
+        permutations cut into batches in order, a batch possibly spanning two
+        passes (every step sees all rows, in order, when they fit in one
+        batch), and the order is drawn before the first step. An epoch of the
+        history, of the stopping rule and of the validation pass is one pass
+        over the rows (``ceil(n_rows / batch_size)`` steps; the last one
+        shorter). ``n_iter`` then counts steps.
 
     Returns
     -------
@@ -727,6 +796,8 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
     _Net, _Monitor, functional = _make_net_class()
     loss_fn = _loss_function(loss, functional, name)
     optimizer_cls = _optimizer_class(optimizer, name)
+    if budget not in ("epochs", "steps"):
+        raise ValueError(f"{name}: budget must be 'epochs' or 'steps'; got {budget!r}.")
     if lr_schedule_interval not in ("epoch", "batch"):
         raise ValueError(f"{name}: lr_schedule_interval must be 'epoch' or 'batch'; got {lr_schedule_interval!r}.")
     options = {} if optimizer_options is None else dict(optimizer_options)
@@ -751,10 +822,8 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
         if n < 1:
             raise ValueError(f"{name}: no rows to train on.")
 
-        steps = max_iter * (math.ceil(n / min(batch_size, n)) if lr_schedule_interval == "batch" else 1)
-        scheduler_factory = _scheduler_factory(lr_schedule, steps, name)
         data = _import_torch_data()(xs, yt, single)
-        train_split, valid = None, None
+        train_split, valid, n_train = None, None, n
         if early_stopping:
             n_valid = int(math.ceil(validation_fraction * n))
             if n - n_valid < 1:
@@ -763,10 +832,23 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
             perm = torch.randperm(n, generator=generator).to(device)
             train_data, valid = data.subset(perm[n_valid:]), data.subset(perm[:n_valid])
             train_split = lambda dataset, y=None, **kw: (train_data, valid)  # noqa: E731
+            n_train = n - n_valid
+        if budget == "steps":
+            stream = _Stream(n_train, batch_size, max_iter, generator)
+            max_epochs = stream.n_epochs
+            steps = max_iter if lr_schedule_interval == "batch" else max_epochs
+            iterator = dict(iterator_train=_StreamIterator, iterator_train__stream=stream)
+        else:
+            max_epochs = max_iter
+            steps = max_iter * (math.ceil(n / min(batch_size, n)) if lr_schedule_interval == "batch" else 1)
+            iterator = dict(iterator_train=_BatchIterator, iterator_train__shuffle=bool(shuffle),
+                            iterator_train__generator=generator)
+        scheduler_factory = _scheduler_factory(lr_schedule, steps, name)
         stopper = EarlyStopping(n_iter_no_change, tol, keep_best=early_stopping)
         monitor = _Monitor(stopper, early_stopping, scheduler_factory, name, learning_rate,
                            per_batch=lr_schedule_interval == "batch",
-                           reporter=ProgressReporter(name, max_iter, verbose=0) if not verbose else None)
+                           reporter=ProgressReporter(name, max_iter, verbose=0) if not verbose else None,
+                           progress=(lambda net: stream.step) if budget == "steps" else None)
         from skorch.callbacks import EpochTimer, GradientNormClipping, PrintLog
 
         callbacks = [("epoch_timer", EpochTimer())]
@@ -778,9 +860,8 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
         callbacks.append(("monitor", monitor))
         net = _Net(
             module, criterion=torch.nn.Identity, optimizer=optimizer_cls, lr=learning_rate,
-            **{f"optimizer__{k}": v for k, v in options.items()}, max_epochs=max_iter, batch_size=batch_size,
-            iterator_train=_BatchIterator, iterator_train__shuffle=bool(shuffle), iterator_train__generator=generator,
-            iterator_valid=_BatchIterator, train_split=train_split, callbacks=callbacks,
+            **{f"optimizer__{k}": v for k, v in options.items()}, max_epochs=max_epochs, batch_size=batch_size,
+            **iterator, iterator_valid=_BatchIterator, train_split=train_split, callbacks=callbacks,
             device=None, verbose=0, loss_fn=loss_fn, train_step_fn=train_step,
         )
         if not any(p.requires_grad for p in module.parameters()):
@@ -788,7 +869,7 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
         net.initialize()
         if verbose:
             print(f"[{name}] training {sum(p.numel() for _, p in net.get_all_learnable_params())} parameters "
-                  f"on {n if valid is None else n - len(valid)} rows ({device}), up to {max_iter} epochs",
+                  f"on {n_train} rows ({device}), up to {max_iter} {budget}",
                   flush=True)
         with _seeded_global_draws(generator if random_state is not None else None, device):
             net.partial_fit(data, None)
@@ -800,7 +881,8 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
         module.eval()
         module.to("cpu")
     return TrainingResult(
-        module=module, loss_curve=loss_curve, validation_scores=valid_curve, n_iter=len(loss_curve),
+        module=module, loss_curve=loss_curve, validation_scores=valid_curve,
+        n_iter=stream.step if budget == "steps" else len(loss_curve),
         best_loss=None if early_stopping else min(loss_curve),
         best_validation_score=min(valid_curve) if early_stopping else None,
         epoch_times=[float(row["dur"]) for row in history], optimizer=net.optimizer_,

@@ -81,3 +81,30 @@ def test_no_warning_on_degenerate_seismic_codes():
         again = fit_bridge("pls", Zx, Zy, None)
     assert bridge.n_components_ == 24 and np.isfinite(bridge.coef_).all()
     np.testing.assert_array_equal(bridge.coef_, again.coef_)
+
+
+@pytest.mark.parametrize("kind", ["linear", "ridge"])
+def test_refinement_does_not_depend_on_the_memory_layout_of_the_latent_fit(kind):
+    """The latent fit's ``coef_`` may be C-ordered, Fortran-ordered or a strided view (scikit-learn and LAPACK give
+    any of them): the refinement through the decoder runs on each and returns the same map."""
+    import copy
+
+    from sklearn_icml.cross_domain import MaskedAutoencoder
+    from sklearn_icml.cross_domain._bridges import refine_in_output_space
+
+    rng = np.random.RandomState(0)
+    Y, Z_in = rng.randn(40, 6), rng.randn(40, 3)
+    decoder = MaskedAutoencoder(n_components=2, hidden_layer_sizes=(8,), max_iter=3, random_state=0).fit(Y)
+    latent = fit_bridge(kind, Z_in, decoder.transform(Y), None)
+    coef = np.asarray(latent.coef_, dtype=np.float64)
+    wide = np.zeros((coef.shape[0], 2 * coef.shape[1]))
+    wide[:, ::2] = coef
+    results = []
+    for layout in (np.ascontiguousarray(coef), np.asfortranarray(coef), wide[:, ::2]):
+        bridge = copy.deepcopy(latent)
+        bridge.coef_ = layout
+        refined = refine_in_output_space(kind, bridge, Z_in, Y, decoder, None)
+        results.append((refined.coef_, refined.intercept_))
+    for coef_i, intercept_i in results[1:]:
+        np.testing.assert_allclose(coef_i, results[0][0], rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(intercept_i, results[0][1], rtol=1e-10, atol=1e-12)

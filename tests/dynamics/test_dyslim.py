@@ -269,3 +269,47 @@ def test_shared_kernel_block_equals_two_mmd2_calls_in_value_and_gradient():
     (grad2,) = torch.autograd.grad(U2, p2)
     (grad2_ref,) = torch.autograd.grad(mmd2(p2, x0, bandwidths=bw), p2)
     np.testing.assert_allclose(grad2.numpy(), grad2_ref.numpy(), rtol=1e-10, atol=1e-13)
+
+
+def _rising_on_held_out(torch):
+    """Planted map: training pulls its output ``b`` to the targets (1); in eval mode it outputs ``-b``."""
+
+    class Rising(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.b = torch.nn.Parameter(torch.zeros(1))
+
+        def forward(self, x):
+            return (self.b if self.training else -self.b).expand(x.shape[0], 1)
+
+    return Rising()
+
+
+def test_early_stopping_stops_when_the_held_out_objective_rises():
+    torch = pytest.importorskip("torch")
+    X, y = np.zeros((100, 3)), np.ones(100)
+    params = dict(module=_rising_on_held_out(torch), mode="regression", normalize=False, lambda_cond=0.0,
+                  batch_size=30, learning_rate=0.05, max_iter=300, random_state=0)
+    est = DySLIMRegressor(early_stopping=True, n_iter_no_change=2, tol=0.0, **params).fit(X, y)
+    # 90 training rows: passes of 3 steps; the first pass is the best, 2 more are tolerated, the 4th stops
+    assert len(est.validation_scores_) == 4 and np.all(np.diff(est.validation_scores_) > 0)
+    assert est.n_iter_ == 12 and est.loss_curve_.shape == (12, 4)
+    assert est.best_validation_score_ == est.validation_scores_[0]
+    b = float(est.module_.net.b.detach())
+    assert (b + 1) ** 2 == pytest.approx(est.validation_scores_[0], rel=1e-6)  # the map of the first pass is kept
+    # the default runs the whole step budget and holds nothing out
+    default = DySLIMRegressor(**params).fit(X, y)
+    assert default.n_iter_ == 300 and default.validation_scores_ is None
+    assert default.best_validation_score_ is None and float(default.module_.net.b.detach()) > b
+
+
+def test_defaults_keep_the_step_budget_and_the_stream(lorenz):
+    """Early stopping off by default: bit for bit the fit of early_stopping=False, all max_iter steps."""
+    torch = pytest.importorskip("torch")
+    _, X, y = lorenz
+    a = DySLIMRegressor(hidden_layer_sizes=(8,), max_iter=25, batch_size=64, random_state=0).fit(X, y)
+    b = DySLIMRegressor(hidden_layer_sizes=(8,), max_iter=25, batch_size=64, random_state=0, early_stopping=False,
+                        n_iter_no_change=1, tol=10.0).fit(X, y)
+    assert a.get_params()["early_stopping"] is False and a.n_iter_ == 25
+    for pa, pb in zip(a.module_.parameters(), b.module_.parameters()):
+        assert torch.equal(pa, pb)

@@ -124,6 +124,7 @@ def test_recovers_a_two_unit_tanh_teacher(device):
     assert np.all(ec.cluster_median_angle_[0] <= np.pi / 6)
     assert ec.student_losses_.shape == (4,)
     assert ec.loss_ <= ec.student_losses_.min()
+    assert ec.recovered_ and ec.rebuilt_loss_ == ec.loss_  # (a fallback would also have warned, an error here)
 
 
 def test_coefs_reproduce_predict_transform_and_mlp_regressor():
@@ -165,7 +166,7 @@ def test_count_units_rule_and_no_cluster_fallback():
     with pytest.warns(ConvergenceWarning, match="best student"):
         ec = ExpandAndCluster(n_students=2, student_width=3, student_max_iter=20, student_polish_max_iter=0,
                               gamma=1.0, beta=0.0, random_state=0).fit(X, y)
-    assert ec.hidden_layer_sizes_ == (3,)
+    assert ec.hidden_layer_sizes_ == (3,) and not ec.recovered_ and np.isnan(ec.rebuilt_loss_)
     best = int(np.argmin(ec.student_losses_))
     assert ec.loss_ == pytest.approx(ec.student_losses_[best], rel=1e-4)
 
@@ -190,10 +191,48 @@ def test_fallback_at_a_deeper_layer_returns_the_best_student_as_trained(monkeypa
                                                 r"are not used either; the best student is returned as it was"):
         ec = ExpandAndCluster(**params).fit(X, y)
     assert len(calls) == 2 and 1 <= len(calls[0].members)
-    assert ec.hidden_layer_sizes_ == (4, 4)
+    assert ec.hidden_layer_sizes_ == (4, 4) and not ec.recovered_
     best = int(np.argmin(ec.student_losses_))
     assert ec.loss_ == pytest.approx(ec.student_losses_[best], rel=1e-4)
     assert np.mean((ec.predict(X) - y) ** 2) == pytest.approx(ec.student_losses_[best], rel=1e-3)
+
+
+def _drop_last_cluster(monkeypatch):
+    """Plant a lost teacher unit: the clustering of layer 1 forgets its last kept cluster."""
+    import dataclasses
+
+    from sklearn_icml.neural_network import _expand_cluster
+
+    original = _expand_cluster.cluster_units
+
+    def forgetful(*args, **kwargs):
+        out = original(*args, **kwargs)
+        labels = np.where(out.labels == len(out.members) - 1, -1, out.labels)
+        return dataclasses.replace(out, members=out.members[:-1], sizes=out.sizes[:-1],
+                                   median_angles=out.median_angles[:-1], labels=labels)
+
+    monkeypatch.setattr(_expand_cluster, "cluster_units", forgetful)
+
+
+def test_a_rebuilt_network_worse_than_the_best_student_falls_back_with_a_warning(monkeypatch):
+    """One of the two teacher units is lost: the best student comes back as trained, and the warning says so."""
+    _drop_last_cluster(monkeypatch)
+    X, y, _ = _teacher()
+    with pytest.warns(ConvergenceWarning, match=r"rebuilt network \(hidden widths \(1,\)\) fits the probes worse than "
+                                                r"the best student .* not recovered: layer 1 \(1 unit kept; [1-4] of "
+                                                r"the best student's 4 units that carry output are in no kept cluster"):
+        ec = ExpandAndCluster(**_FAST).fit(X, y)
+    best = ec.student_losses_.min()
+    assert not ec.recovered_ and ec.hidden_layer_sizes_ == (4,)
+    assert ec.rebuilt_loss_ > 2 * best
+    assert ec.loss_ == pytest.approx(best, rel=1e-4)
+    assert np.mean((ec.predict(X) - y) ** 2) == pytest.approx(best, rel=1e-3)
+    # with the check turned off the rebuilt one-unit network comes back, silently
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        off = ExpandAndCluster(**_FAST, fallback_ratio=np.inf).fit(X, y)
+    assert off.recovered_ and off.hidden_layer_sizes_ == (1,)
+    assert off.loss_ == pytest.approx(ec.rebuilt_loss_) and off.loss_ > 2 * best
 
 
 def test_deterministic_and_does_not_mutate():

@@ -170,3 +170,15 @@ def test_device_and_random_state_reach_the_classifier(monkeypatch):
     with pytest.raises(ValueError, match="device='cuda'"):
         MetaBayesSearchCV(Spy(), grid, n_iter=2, cv=3, optimizer=_tiny(), device="cuda").fit(X, y)
     assert not fitted
+
+
+@pytest.mark.parametrize("given", [{}, {"estimator": LogisticRegression()}, {"search_spaces": {"C": [0.1, 1.0]}}])
+def test_estimator_and_search_spaces_are_required_at_fit(given):
+    """As scikit-learn's meta-estimators with a ``None`` default: the parameters validate, fit names what is missing."""
+    X, y = load_iris(return_X_y=True)
+    search = MetaBayesSearchCV(**given, device="cuda:0")
+    search._validate_params()  # None is the default, and a device string is a device string
+    missing = [name for name in ("estimator", "search_spaces") if name not in given]
+    with pytest.raises(ValueError, match=f"MetaBayesSearchCV: {' and '.join(missing)} must be given"):
+        search.set_params(device="cpu").fit(X, y)
+    assert not hasattr(search, "cv_results_")

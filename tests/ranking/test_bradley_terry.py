@@ -216,13 +216,22 @@ def test_tiny_penalty_on_an_undefeated_competitor_warns():
         BradleyTerryRanker(alpha=1.0).fit(X, y)
 
 
-def test_self_battles_carry_no_information_on_scores():
-    X, y, _ = _battles(n=1000, M=5)
-    extra = np.array([[2, 2], [3, 3]] * 20)
-    Xs = np.vstack([X, extra])
-    ys = np.concatenate([y, np.array(["model_a"] * 40)])
-    np.testing.assert_allclose(BradleyTerryRanker().fit(Xs, ys).ratings_, BradleyTerryRanker().fit(X, y).ratings_,
-                               atol=1e-9)
+def test_self_battles_are_refused_with_their_rows():
+    """A row that pits a competitor against itself is no comparison: refused, the estimator and the rows named,
+    with or without covariates; zero-weight rows are not fitted and so not refused."""
+    X, y, _ = _battles(n=200, M=5)
+    rows = [3, 150]
+    Xs = X.copy()
+    Xs[rows, 1] = Xs[rows, 0]
+    for data in (Xs, np.column_stack([Xs, np.random.RandomState(0).randn(len(Xs))])):
+        with pytest.raises(ValueError, match=r"BradleyTerryRanker: .*2 row\(s\) of X pit a competitor against "
+                                             r"itself \(row\(s\) 3, 150"):
+            BradleyTerryRanker().fit(data, y)
+    weight = np.ones(len(X))
+    weight[rows] = 0.0
+    fitted = BradleyTerryRanker().fit(Xs, y, sample_weight=weight)
+    keep = weight > 0
+    np.testing.assert_allclose(fitted.ratings_, BradleyTerryRanker().fit(X[keep], y[keep]).ratings_, atol=1e-9)
 
 
 def test_sandwich_coverage_in_simulation():

@@ -75,3 +75,16 @@ def test_unknown_competitors():
 def test_covariate_columns_are_accepted_but_unused():
     X, y = make_arena_battles(n_battles=500, n_competitors=4, n_covariates=2, random_state=0)
     np.testing.assert_allclose(EloRater().fit(X, y).ratings_, EloRater().fit(X[:, :2], y).ratings_)
+
+
+def test_self_battles_are_refused_and_a_refused_batch_changes_nothing():
+    with pytest.raises(ValueError, match=r"EloRater: .*1 row\(s\) of X pit a competitor against itself \(row\(s\) 1"):
+        EloRater().fit([["a", "b"], ["b", "b"]], ["model_a", "model_b"])
+    elo = EloRater().fit([["a", "b"], ["b", "c"]], ["model_a", "model_b"])
+    before = (elo.items_.tolist(), elo.ratings_.copy(), elo.n_battles_.copy())
+    # a new competitor against itself, after a valid battle of the same batch: nothing of the batch is applied
+    with pytest.raises(ValueError, match=r"row\(s\) 1: e\.g\. 'd' against 'd'"):
+        elo.partial_fit([["a", "c"], ["d", "d"]], ["model_a", "model_a"])
+    assert elo.items_.tolist() == before[0]
+    np.testing.assert_array_equal(elo.ratings_, before[1])
+    np.testing.assert_array_equal(elo.n_battles_, before[2])

@@ -240,3 +240,23 @@ def test_class_labels_are_refused_as_event_times():
         CoxSurvival().fit(X, labels)
     # the same indicators with their times fit
     CoxSurvival().fit(X, Surv.from_arrays(labels.astype(bool), np.arange(1.0, 21.0)))
+
+
+@pytest.mark.parametrize("hidden", [(), (8,)])
+def test_a_penalty_that_leaves_the_null_model_says_so(hidden):
+    """alpha=1e100 overwhelms the partial likelihood: the fit warns, names alpha, and is the null model, whose
+    baseline is the Nelson-Aalen estimate (computed here by hand); a large penalty that still ranks does not warn."""
+    X, y = _data(n=60, ties=True)
+    with pytest.warns(UserWarning, match=r"alpha=1e\+100 shrinks every coefficient"):
+        null = CoxSurvival(hidden, alpha=1e100, random_state=0).fit(X, y)
+    hazard_ratios = np.exp(null.predict(X)[:, None] - null.predict(X)[None, :])
+    assert np.all(hazard_ratios == 1.0)
+    times = np.unique(y["time"][y["event"]])
+    nelson_aalen = np.cumsum([np.sum(y["event"] & (y["time"] == t)) / np.sum(y["time"] >= t) for t in times])
+    np.testing.assert_allclose(null.event_times_, times)
+    # the baseline is that of a log-risk of ~0 (exactly 0 for the linear model)
+    np.testing.assert_allclose(null.cum_baseline_hazard_ * np.exp(null.predict(X[:1])), nelson_aalen, rtol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        ranked = CoxSurvival(alpha=1e6).fit(X, y)  # the linear model's coefficients are small, not zero
+    assert np.ptp(ranked.predict(X)) > 0 and np.all(ranked.coef_ != 0)

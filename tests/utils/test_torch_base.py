@@ -180,9 +180,7 @@ def test_generator_leaves_the_global_rng_alone_and_a_random_state_instance_advan
 
 
 #: Estimators with a ``device`` parameter that keep their own device check, with the reason.
-OWN_DEVICE_CHECK = {
-    "PrivateKMeans": "computes in numpy on the CPU and never imports torch there; torch runs only on a GPU",
-}
+OWN_DEVICE_CHECK = {}
 
 
 def test_every_estimator_with_a_device_uses_the_base():

@@ -347,3 +347,66 @@ def test_the_shared_loop_reports_a_long_silent_fit(monkeypatch, capsys):
     module = torch.nn.Linear(3, 1)
     _training.fit_module(module, X, X[:, :1], max_iter=2, batch_size=10, random_state=0, name="Loop")
     assert capsys.readouterr().out.startswith("[Loop] still fitting: step 1/2 after ")
+
+
+def test_step_budget_is_a_stream_of_successive_permutations_and_counts_steps():
+    """budget="steps": max_iter optimiser steps over successive seeded permutations, batches across passes."""
+    X, y = _data(n=10)
+    seen = []
+
+    def step(module, xb, yb):
+        if module.training:
+            seen.append(xb[:, 0].clone())
+        return ((module(xb) - yb) ** 2).mean()
+
+    res = fit_module(_net(), X, y, train_step=step, budget="steps", max_iter=7, batch_size=4, n_iter_no_change=None,
+                     random_state=5)
+    gen = torch_generator(5)
+    order = torch.cat([torch.randperm(10, generator=gen) for _ in range(3)])[:28]  # 7 steps of 4 rows
+    assert res.n_iter == 7 and [len(b) for b in seen] == [4] * 7
+    np.testing.assert_array_equal(torch.cat(seen).numpy(), X[order.numpy(), 0])
+    assert len(res.loss_curve) == 3  # one history row per pass of ceil(10 / 4) = 3 steps: 3 + 3 + 1
+
+
+def test_step_budget_full_batch_when_rows_fit_in_one_batch():
+    X, y = _data(n=6)
+    seen = []
+
+    def step(module, xb, yb):
+        seen.append(xb[:, 0].clone())
+        return ((module(xb) - yb) ** 2).mean()
+
+    res = fit_module(_net(), X, y, train_step=step, budget="steps", max_iter=3, batch_size=50, n_iter_no_change=None)
+    assert res.n_iter == 3 and len(res.loss_curve) == 3
+    np.testing.assert_array_equal(torch.cat(seen).numpy(), np.tile(X[:, 0], 3))
+
+
+class _RisingOnHeldOut(torch.nn.Module):
+    """Planted: training pulls ``b`` to the targets (1), the eval-mode output is ``-b`` (validation loss rises)."""
+
+    def __init__(self):
+        super().__init__()
+        self.b = torch.nn.Parameter(torch.zeros(1, dtype=torch.float64))
+
+    def forward(self, x):
+        out = self.b if self.training else -self.b
+        return out.expand(x.shape[0], 1)
+
+
+@pytest.mark.parametrize("budget", ["epochs", "steps"])
+def test_early_stopping_stops_on_a_rising_validation_loss_and_keeps_the_best(budget):
+    X, y = np.zeros((40, 2)), np.ones((40, 1))
+    module = _RisingOnHeldOut()
+    res = fit_module(module, X, y, budget=budget, max_iter=500, batch_size=9, learning_rate=0.05,
+                     early_stopping=True, validation_fraction=0.1, n_iter_no_change=3, tol=0.0, random_state=0)
+    # 36 training rows, 4 batches per pass; the first pass is the best, 3 more are tolerated, the 5th stops
+    assert len(res.validation_scores) == 5
+    assert np.all(np.diff(res.validation_scores) > 0)
+    assert res.n_iter == (5 * 4 if budget == "steps" else 5)
+    assert res.best_validation_score == res.validation_scores[0]
+    # the module kept is that of the first pass: its held-out loss is the best one
+    assert float((-module.b.detach() - 1) ** 2) == pytest.approx(res.validation_scores[0], rel=1e-12)
+    # without a stopping rule the whole budget runs
+    res = fit_module(_RisingOnHeldOut(), X, y, budget=budget, max_iter=30, batch_size=9, learning_rate=0.05,
+                     n_iter_no_change=None, random_state=0)
+    assert res.n_iter == 30 and res.validation_scores is None

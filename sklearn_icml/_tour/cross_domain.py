@@ -1,14 +1,14 @@
 """Tour entry of the cross-domain family: Auto-Linear's inverse modelling at 200 pairs against RidgeCV."""
 
-from .._tour import TourEntry, TourResult, fit_timed
+from ._base import TourEntry, TourResult, fit_timed
 
 
 def _run_auto_linear(device="cpu", quick=False):
     import numpy as np
     from sklearn.linear_model import RidgeCV
 
+    from ..cross_domain import AutoLinear
     from ..datasets import convolutional_seismogram, make_layered_earth
-    from . import AutoLinear
 
     rng = np.random.RandomState(0)
     n_pool = 500 if quick else 3000

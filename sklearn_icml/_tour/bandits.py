@@ -1,10 +1,10 @@
 """Tour entries of the bandits family: Borda regret of the paper's agents against feature-free baselines."""
 
-from .._tour import TourEntry, TourResult
+from ._base import TourEntry, TourResult
 
 
 def _run_borda_etc(device="cpu", quick=False):
-    from . import BordaETC, ETCBorda, GLMDuelingEnv, simulate
+    from ..bandits import BordaETC, ETCBorda, GLMDuelingEnv, simulate
 
     horizon = 10_000 if quick else 30_000
     env = GLMDuelingEnv.hard_instance(d=4, delta=0.05, link="linear", random_state=0)
@@ -16,7 +16,7 @@ def _run_borda_etc(device="cpu", quick=False):
 
 
 def _run_borda_exp3(device="cpu", quick=False):
-    from . import DEXP3, BordaEXP3, GLMDuelingEnv, simulate
+    from ..bandits import DEXP3, BordaEXP3, GLMDuelingEnv, simulate
 
     horizon = 3_000 if quick else 10_000
     env = GLMDuelingEnv.hard_instance(d=4, delta=0.05, link="linear", random_state=0)

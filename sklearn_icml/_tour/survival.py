@@ -1,6 +1,6 @@
 """Tour entries of the survival family (S15, MMP)."""
 
-from .._tour import TourEntry, TourResult
+from ._base import TourEntry, TourResult
 
 
 def _cohort(quick):
@@ -21,7 +21,7 @@ def _mean_pooled_baseline(data, info):
     import numpy as np
     from sklearn.preprocessing import StandardScaler
 
-    from . import BagPooler, CoxSurvival, PathwayEncoder
+    from ..survival import BagPooler, CoxSurvival, PathwayEncoder
 
     (b_tr, g_tr, y_tr), (b_te, g_te, y_te) = data["train"], data["test"]
     pool, pe = BagPooler().fit(b_tr), PathwayEncoder(info.pathways).fit(g_tr)
@@ -37,7 +37,7 @@ def _run_prototype_cox(device="cpu", quick=False):
     import numpy as np
     from sklearn.preprocessing import StandardScaler
 
-    from . import CoxSurvival, PathwayEncoder, PrototypeEncoder
+    from ..survival import CoxSurvival, PathwayEncoder, PrototypeEncoder
 
     data, info = _cohort(quick)
     (b_tr, g_tr, y_tr), (b_te, g_te, y_te) = data["train"], data["test"]
@@ -59,7 +59,7 @@ def _run_fusion(device="cpu", quick=False):
 
     import numpy as np
 
-    from . import PathwayEncoder, PrototypeEncoder, PrototypeSurvival
+    from ..survival import PathwayEncoder, PrototypeEncoder, PrototypeSurvival
 
     data, info = _cohort(quick)
     (b_tr, g_tr, y_tr), (b_te, g_te, y_te) = data["train"], data["test"]

@@ -1,14 +1,14 @@
 """Tour entries of the optimize family: meta-learned BO (MALIBO) against LFBO on held-out shifted Forrester tasks;
 differentiable stage scheduling (GumbelScheduler) against the greedy split on a generated DAG."""
 
-from .._tour import TourEntry, TourResult, fit_timed
+from ._base import TourEntry, TourResult, fit_timed
 
 
 def _run_malibo(device="cpu", quick=False):
     import numpy as np
 
     from ..datasets import make_forrester_tasks
-    from . import LikelihoodFreeOptimizer, MetaBayesianOptimizer, MetaLFBOClassifier
+    from ..optimize import LikelihoodFreeOptimizer, MetaBayesianOptimizer, MetaLFBOClassifier
 
     meta = make_forrester_tasks(48 if quick else 64, 32, family="shifted", random_state=0)
     targets = make_forrester_tasks(5 if quick else 8, 0, family="shifted", random_state=1)
@@ -26,7 +26,7 @@ def _run_malibo(device="cpu", quick=False):
 
 def _run_gumbel_scheduling(device="cpu", quick=False):
     from ..datasets import make_scheduling_dag
-    from . import GreedyStageScheduler, GumbelScheduler, StageSchedulingProblem
+    from ..optimize import GreedyStageScheduler, GumbelScheduler, StageSchedulingProblem
 
     problem = StageSchedulingProblem.from_dataset(make_scheduling_dag(1000, n_stages=10, random_state=0))
     gumbel, seconds = fit_timed(GumbelScheduler(batch_size=16, max_iter=10 if quick else 50, device=device,

@@ -1,14 +1,14 @@
 """Tour entries of the generative family: a classifier trained on private synthetic data against real data; a
 left-invertible WGAN against a Gaussian fit (W1 to held-out points, with its DCR ratio)."""
 
-from .._tour import TourEntry, TourResult, fit_timed
+from ._base import TourEntry, TourResult, fit_timed
 
 
 def _run_private_evolution(device="cpu", quick=False):
     from sklearn.datasets import make_blobs
     from sklearn.linear_model import LogisticRegression
 
-    from . import PrivateEvolution, SyntheticDataClassifier
+    from ..generative import PrivateEvolution, SyntheticDataClassifier
 
     X, y = make_blobs(2000 if quick else 4000, centers=2, cluster_std=1.5, random_state=0)
     half = len(X) // 2
@@ -25,8 +25,8 @@ def _run_left_invertible_wgan(device="cpu", quick=False):
     import numpy as np
 
     from ..datasets import make_swiss_roll_2d
-    from ..utils._distances import dcr_ratio, wasserstein1
-    from . import LeftInvertibleWGAN
+    from ..generative import LeftInvertibleWGAN
+    from ..metrics import dcr_ratio, wasserstein1
 
     X, _ = make_swiss_roll_2d(1000, random_state=0)
     train, holdout = X[:500], X[500:]

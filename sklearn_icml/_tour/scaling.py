@@ -1,11 +1,11 @@
 """Tour entry of the scaling family: an adaptive-shape schedule against the best static shape."""
 
-from .._tour import TourEntry, TourResult, fit_timed
+from ._base import TourEntry, TourResult, fit_timed
 
 
 def _run_adaptive_shapes(device="cpu", quick=False):
     from ..datasets import make_scaling_runs
-    from . import AdaptiveShapeScheduler, ScalingLawRegressor
+    from ..scaling import AdaptiveShapeScheduler, ScalingLawRegressor
 
     X, y = make_scaling_runs(n_shapes=3 if quick else 5, n_runs=30, noise=0.01, random_state=0)
     law = ScalingLawRegressor(shape_column=1, n_restarts=4 if quick else 8, random_state=0)

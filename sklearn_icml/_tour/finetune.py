@@ -1,11 +1,11 @@
 """Tour entry of the finetune family: DoRA against LoRA at equal rank on a magnitude-dominated task shift."""
 
-from .._tour import TourEntry, TourResult, fit_timed
+from ._base import TourEntry, TourResult, fit_timed
 
 
 def _run_dora(device="cpu", quick=False):
     from ..datasets import make_weight_shift_tasks
-    from . import DoRARegressor
+    from ..finetune import DoRARegressor
 
     Xs, ys, Xt, yt, Xte, yte = make_weight_shift_tasks(
         n_source=1500 if quick else 2000, n_target=300, n_test=1000 if quick else 2000,

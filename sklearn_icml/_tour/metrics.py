@@ -2,7 +2,7 @@
 
 import time
 
-from .._tour import TourEntry, TourResult
+from ._base import TourEntry, TourResult
 
 
 def _run_ls_ece(device="cpu", quick=False):
@@ -10,7 +10,7 @@ def _run_ls_ece(device="cpu", quick=False):
     from sklearn.model_selection import train_test_split
     from sklearn.naive_bayes import GaussianNB
 
-    from . import binned_ece, ls_ece
+    from ..metrics import binned_ece, ls_ece
 
     X, y = load_digits(return_X_y=True)
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.4, random_state=0)

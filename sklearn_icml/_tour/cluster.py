@@ -1,13 +1,13 @@
 """Tour entries of the cluster family."""
 
-from .._tour import TourEntry, TourResult, fit_timed
+from ._base import TourEntry, TourResult, fit_timed
 
 
 def _run_correlation(device="cpu", quick=False):
     import numpy as np
 
+    from ..cluster import CorrelationClustering
     from ..datasets import make_planted_partition
-    from . import CorrelationClustering
 
     n, k = (1000, 20) if quick else (2000, 40)
     A, _ = make_planted_partition(n, k, p_in=0.8, p_out=0.005, random_state=0)
@@ -23,8 +23,8 @@ def _run_dynamic_correlation(device="cpu", quick=False):
 
     import numpy as np
 
+    from ..cluster import CorrelationClustering, DynamicCorrelationClustering, correlation_cost
     from ..datasets import make_planted_partition, make_vertex_stream
-    from . import CorrelationClustering, DynamicCorrelationClustering, correlation_cost
 
     n, k = (800, 16) if quick else (2000, 40)
     A, _ = make_planted_partition(n, k, p_in=0.8, p_out=10.0 / n, random_state=0)
@@ -54,8 +54,8 @@ def _run_dynamic_correlation(device="cpu", quick=False):
 def _run_private_kmeans(device="cpu", quick=False):
     from sklearn.cluster import KMeans
 
+    from ..cluster import PrivateKMeans
     from ..datasets import make_bounded_blobs
-    from . import PrivateKMeans
 
     X, _, bounds = make_bounded_blobs(5000 if quick else 20000, n_features=2 if quick else 10,
                                       centers=5 if quick else 8, random_state=1)

@@ -1,11 +1,11 @@
 """Tour entry of the language family: the in-context 3-gram against the 1-gram on held-out languages."""
 
-from .._tour import TourEntry, TourResult, fit_timed
+from ._base import TourEntry, TourResult, fit_timed
 
 
 def _run_in_context_ngram(device="cpu", quick=False):
     from ..datasets import make_regular_languages
-    from . import InContextNGram
+    from ..language import InContextNGram
 
     data = make_regular_languages(60 if quick else 300, random_state=0)
     trigram, seconds = fit_timed(InContextNGram(order=3), data.sequences)

@@ -4,7 +4,7 @@ import warnings
 
 import numpy as np
 
-from .._tour import TourEntry, TourResult, fit_timed
+from ._base import TourEntry, TourResult, fit_timed
 
 
 def _teacher(n_samples, random_state):
@@ -19,7 +19,7 @@ def _run_expand_cluster(device="cpu", quick=False):
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.neural_network import MLPRegressor
 
-    from . import ExpandAndCluster
+    from ..neural_network import ExpandAndCluster
 
     X, y = _teacher(2000, 1)
     X_test, y_test = _teacher(5000, 2)

@@ -1,20 +1,21 @@
 """The tour: fit every registered method on its demo data and print one table.
 
-A family registers its methods in a private ``_tour.py`` module holding a list
-``TOUR_ENTRIES`` of :class:`TourEntry`. The tour finds those modules by walking
-the family subpackages, so adding a method to the tour never touches this file.
+The entries live here, one module per family (``sklearn_icml/_tour/<family>.py``),
+each holding a list ``TOUR_ENTRIES`` of :class:`TourEntry` and importing the
+family's public names only. The tour reads every module of this package, so
+adding a method to the tour never touches this file.
 
 Run it with ``python -m sklearn_icml tour [--device auto] [--quick]``.
 """
 
 import argparse
 import importlib
-import importlib.util
+import pkgutil
 import sys
 import time
 import traceback
-from collections.abc import Callable
-from dataclasses import dataclass
+
+from ._base import TourEntry, TourResult, fit_timed
 
 __all__ = ["PAPERS", "TourEntry", "TourResult", "collect_entries", "fit_timed", "format_table", "main", "verdict"]
 
@@ -49,67 +50,12 @@ TIE_TOL = 0.01
 AGREE_TOL = 0.25
 
 
-@dataclass(frozen=True)
-class TourResult:
-    """What one tour entry reports.
-
-    ``score`` is the method's figure under ``metric``; ``baseline`` names the
-    method it is compared with (scikit-learn's closest estimator, the classic
-    algorithm the paper improves on, ...) and ``baseline_score`` its figure on
-    the same data and seed. ``fit_seconds`` times our method's fit only.
-    ``agreement=True`` marks a row that is no contest: the baseline is a
-    figure ours should agree with (a new metric next to the classic one it
-    refines), and the verdict says whether they agree.
-    """
-
-    metric: str
-    score: float
-    baseline: str
-    baseline_score: float
-    fit_seconds: float
-    higher_is_better: bool = True
-    agreement: bool = False
-
-
-@dataclass(frozen=True)
-class TourEntry:
-    """One row of the tour.
-
-    ``run(device, quick)`` builds the demo data from :mod:`sklearn_icml.datasets`,
-    fits the method and its baseline, and returns a :class:`TourResult`.
-    ``device`` is one of ``"cpu"``, ``"auto"``, ``"cuda"``; entries whose method
-    has no ``device`` parameter ignore it.
-    """
-
-    name: str
-    paper: str
-    task: str
-    run: Callable[..., TourResult]
-    uses_device: bool = False
-
-
-def fit_timed(estimator, *args, **kwargs):
-    """Fit ``estimator`` and return ``(estimator, seconds)``."""
-    start = time.perf_counter()
-    estimator.fit(*args, **kwargs)
-    return estimator, time.perf_counter() - start
-
-
 def collect_entries():
-    """Every :class:`TourEntry` registered by a family, sorted by paper number then name."""
-    import sklearn_icml
-
+    """Every :class:`TourEntry` of the entry modules, sorted by paper number then name."""
     entries = []
-    for family in sklearn_icml._SUBMODULES:
-        module_name = f"sklearn_icml.{family}._tour"
-        try:
-            spec = importlib.util.find_spec(module_name)
-        except ModuleNotFoundError:  # `family` is a plain module, not a package
-            spec = None
-        if spec is None:
-            continue
-        module = importlib.import_module(module_name)
-        entries.extend(module.TOUR_ENTRIES)
+    for info in pkgutil.iter_modules(__path__):
+        if not info.name.startswith("_"):
+            entries.extend(importlib.import_module(f"{__name__}.{info.name}").TOUR_ENTRIES)
     return sorted(entries, key=lambda e: (int(e.paper.lstrip("S")), e.name))
 
 
@@ -236,7 +182,7 @@ def main(argv=None):
             print(f"{e.name}\t{e.paper}\t{e.task}")
         return 0
     if args.device != "cpu":
-        from .utils._torch import resolve_device
+        from ..utils._torch import resolve_device
 
         try:
             resolved = resolve_device(args.device)

@@ -1,12 +1,12 @@
 """Tour entry of the multimodal family: audio-to-text retrieval after a combination bond, against the unified space."""
 
-from .._tour import TourEntry, TourResult, fit_timed
+from ._base import TourEntry, TourResult, fit_timed
 
 
 def _run_space_bond(device="cpu", quick=False):
     from ..datasets import make_multimodal_embeddings
-    from ..utils._distances import recall_at_k
-    from . import SpaceBond
+    from ..metrics import recall_at_k
+    from ..multimodal import SpaceBond
 
     n_items = 900 if quick else 3000
     n_train = 2 * n_items // 3

@@ -1,12 +1,12 @@
 """Tour entry of the dynamics family: DySLIM against the MSE-only emulator on noisy Lorenz-63 (long-run MMD)."""
 
-from .._tour import TourEntry, TourResult, fit_timed
+from ._base import TourEntry, TourResult, fit_timed
 
 
 def _long_run_mmd(model, test, n_steps):
     import numpy as np
 
-    from ..utils._distances import mmd2
+    from ..metrics import mmd2
 
     mu, sd = test.reshape(-1, 3).mean(axis=0), test.reshape(-1, 3).std(axis=0)
     states = model.rollout(test[:, 0], n_steps)
@@ -19,7 +19,7 @@ def _long_run_mmd(model, test, n_steps):
 
 def _run_dyslim(device="cpu", quick=False):
     from ..datasets import make_lorenz63
-    from . import DySLIMRegressor, make_rollout_dataset
+    from ..dynamics import DySLIMRegressor, make_rollout_dataset
 
     max_iter, n_steps = (500, 500) if quick else (800, 1000)
     X, y = make_rollout_dataset(make_lorenz63(150, 200, noise=0.5, random_state=0))

@@ -1,6 +1,6 @@
 """Tour entry of the inspection family."""
 
-from .._tour import TourEntry, TourResult, fit_timed
+from ._base import TourEntry, TourResult, fit_timed
 
 
 def _run_attribution_combiner(device="cpu", quick=False):
@@ -11,7 +11,7 @@ def _run_attribution_combiner(device="cpu", quick=False):
     from sklearn.svm import SVC
 
     from ..datasets import make_attribution_task
-    from . import AttributionCombiner
+    from ..inspection import AttributionCombiner
 
     X, y = make_attribution_task(n_samples=300 if quick else 600, n_features=8, random_state=0)
     X_train, X_test, y_train, _ = train_test_split(X, y, test_size=0.25, random_state=0)

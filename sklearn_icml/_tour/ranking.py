@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from .._tour import TourEntry, TourResult, fit_timed
+from ._base import TourEntry, TourResult, fit_timed
 
 
 def _battle_log_loss(estimator, X, y):
@@ -18,7 +18,7 @@ def _battle_log_loss(estimator, X, y):
 
 def _run_bradley_terry(device="cpu", quick=False):
     from ..datasets import make_arena_battles
-    from . import BradleyTerryRanker, EloRater
+    from ..ranking import BradleyTerryRanker, EloRater
 
     n = 3000 if quick else 20000
     X, y = make_arena_battles(n_battles=n + 5000, n_competitors=20, tie_proba=0.1, random_state=0)
