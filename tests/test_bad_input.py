@@ -851,8 +851,10 @@ def _bad_battle_logs():
     missing = r"None, NaN or infinite"
     self_battle = X.copy()
     self_battle[1] = ["newcomer", "newcomer"]  # a new competitor: a fitted object must not grow before refusing
-    return {"None id": (_battles(None)[0], y, missing), "NaN id": (_battles(np.nan)[0], y, missing),
-            "inf id": (_battles(np.inf)[0], y, missing), "self-battle": (self_battle, y, r"itself \(row\(s\) 1\b"),
+    return {"None id": (_battles(None)[0], y, missing + "; X holds None"),
+            "NaN id": (_battles(np.nan)[0], y, missing + "; X holds (None or NaN|nan)"),
+            "inf id": (_battles(np.inf)[0], y, missing + "; X holds inf"),
+            "self-battle": (self_battle, y, r"itself \(row\(s\) 1\b"),
             "no battle": (X[:0], y[:0], r"no battle|0 sample|at least 2|both outcome classes")}
 
 
