@@ -155,6 +155,7 @@ KNOWN_BENCHMARK_PRIVATE_IMPORTS = {
     ("bench_meta_bo", "optimize._meta_lfbo"): "the meta-training layout study",
     ("bench_meta_bo", "optimize._meta_lfbo_net"): "the meta-training layout study",
     ("bench_private_evolution", "generative._pe_voting"): "the nearest-neighbour vote kernels, timed",
+    ("bench_private_evolution", "generative._minilm"): "load_minilm: whether the text extra's offline model loads",
     ("bench_survival", "survival._bags"): "the raw torch loop of the survival peer",
     ("bench_survival", "survival._base"): "the raw torch loop of the survival peer",
     ("bench_training_layer", "survival._base"): "the training layer against the loops it replaced",
