@@ -260,6 +260,43 @@ def test_estimators_of_other_inputs_get_their_kind_of_bad_data(name, case):
     assert _same_data(X_fit, X_before), f"{name} modified the caller's data"
 
 
+def _layouts(X):
+    """A valid X in other memory layouts and dtypes: case -> X."""
+    wide = np.zeros((X.shape[0], 2 * X.shape[1]))
+    wide[:, ::2] = X
+    return {"fortran_X": np.asfortranarray(X), "strided_X": wide[:, ::2], "float32_X": X.astype(np.float32)}
+
+
+_LAYOUT_CASES = ["fortran_X", "strided_X", "float32_X", "one_row_at_predict"]
+
+
+@pytest.mark.parametrize("name, case", [pytest.param(row[0], case, id=f"{row[0]}-{case}") for row in ESTIMATORS
+                                        for case in _LAYOUT_CASES])
+def test_valid_data_in_any_layout_fits_and_predicts(name, case):
+    """Not bad input: Fortran-ordered, strided (non-contiguous) and float32 X fit with finite outputs (a view taken
+    on an array of another layout, or a dtype assumed, would raise here), and a single row at prediction gives
+    the first row of the outputs on the whole X (no batch-size dependence)."""
+    _, est, X, y = next(row for row in ESTIMATORS if row[0] == name)
+    est = clone(est)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        X_fit = X if case == "one_row_at_predict" else _layouts(X)[case]
+        X_before = X_fit.copy()
+        est.fit(X_fit, y) if y is not None else est.fit(X_fit)
+        _outputs_finite(est, X_fit)
+        assert _same_data(X_fit, X_before), f"{name} modified the caller's data"
+        if case != "one_row_at_predict":
+            return
+        for method in _OUTPUT_METHODS:
+            if hasattr(est, method):
+                whole, one = np.asarray(getattr(est, method)(X)), np.asarray(getattr(est, method)(X[:1]))
+                assert one.shape == (1,) + whole.shape[1:], f"{name}.{method}: shape {one.shape} for one row"
+                if whole.dtype.kind in "fc":
+                    np.testing.assert_allclose(one, whole[:1], rtol=1e-5, atol=1e-7, err_msg=f"{name}.{method}")
+                else:
+                    np.testing.assert_array_equal(one, whole[:1], err_msg=f"{name}.{method}")
+
+
 def test_the_tables_name_existing_estimators():
     """Entries of NON_TABULAR and KNOWN_DEFECTS that name no estimator any more are stale."""
     names = {name for name, _ in harness_classes()}
