@@ -20,15 +20,27 @@ Forward modelling (logs to traces) against ``RidgeCV``, the tuned PLS, the PCA v
 Tables: inverse MAE, RMSE and SSIM (OpenFWI's convention, 11-sample window, on [2000, 3500] m/s mapped to
 [0, 1]); forward MAE; the latent R²; the fit time. Bars: medians over seeds of per-seed ratios.
 
+2-D rows on the CPU (``--only 2d``), the paper's regime at a size a 2-core machine trains: maps of 32 x 32
+cells (``make_layered_earth`` with 32 columns and dipping interfaces), gathers of 80 samples x 32 columns (the
+convolutional model per column, 15 Hz Ricker), pools of 3000 unpaired maps and 3000 unpaired gathers of other
+models, 25, 50 and 100 pairs, 200 test pairs. Ours: ``AutoLinear`` with convolutional masked autoencoders
+(channels 8, 16, 32; 4 x 4 masked patches; 64 latent values for gathers, 32 for maps; 600 steps each), fitted
+on the pools and 100 pairs, its encoders frozen for the smaller sizes; the same with pools of 300 rows (the
+pool-size row), with latent-space bridges, and with PCA encoders. Peers on the pairs: the same tuned RidgeCV,
+PLS and MLP as the 1-D rows, the mean map, and a paired-only convolutional encoder-decoder of the same size
+(the gathers' encoder and the maps' decoder, 600 steps on the pairs: the InversionNet-style rival).
+
 GPU rows (``--device cuda``, or ``--only gpu``): 2-D maps (64 x 64 cells, 64 columns, traces of 128 samples
 per column), convolutional masked autoencoders on 10k unpaired maps and gathers per domain, against a
 paired-only convolutional encoder-decoder of the same size trained end to end on the pairs (the
 InversionNet-style baseline), and seconds per epoch on the CPU against the GPU.
 
-``--quick``: 2 seeds, pools of 1000 and 300 steps per autoencoder (GPU rows: 2000 maps, 200 steps).
+``--quick``: 2 seeds, pools of 1000 and 300 steps per autoencoder (2-D CPU rows: pools of 600, 150 steps,
+100 test pairs; GPU rows: 2000 maps, 200 steps).
 
 Parts (``--only``): ``cpu`` (the 1-D quality tables), ``time`` (the timed fit alone, for the fit-time bar:
-nothing else runs in the process, so it can be re-measured at a quiet moment), ``gpu`` (the 2-D rows). The
+nothing else runs in the process, so it can be re-measured at a quiet moment), ``2d`` (the 2-D rows on the
+CPU; about 5 minutes of CPU time per seed), ``gpu`` (the 2-D rows on a GPU). The
 default is ``cpu time`` on the CPU and ``gpu`` otherwise; a part run alone replaces only its own tables in
 ``benchmarks/results/auto_linear.json``, the others stay as they were (each table names the command that
 made it).
@@ -279,6 +291,210 @@ def one_d(args):
     return [t_mae, t_rmse, t_ssim, t_fwd, t_r2, t_time]
 
 
+# -- 2-D layered earths on the CPU ----------------------------------------------------------------
+
+#: (depth cells, columns) of a map, trace samples per column, Ricker peak frequency in Hz
+GRID_2D, N_T_2D, F0_2D = (32, 32), 80, 15.0
+SIZES_2D = (25, 50, 100)
+#: (unpaired rows per domain, the smaller pool of the pool-size row, steps per autoencoder, test pairs)
+FULL_2D, QUICK_2D = (3000, 300, 600, 200), (600, 150, 150, 100)
+#: conv masked autoencoders: channels, batch, latent sizes (gathers, maps), masked patch side (MAE's patches)
+CHANNELS_2D, BATCH_2D, LATENT_2D, PATCH_2D = (8, 16, 32), 64, (64, 32), 4
+OURS_2D = "AutoLinear (conv masked autoencoders)"
+LATENT_2D_AL = "AutoLinear (conv masked autoencoders, latent-space bridges)"
+CONV_NET = "conv encoder-decoder, pairs only (InversionNet-style)"
+PAIRED_ONLY_2D = ("RidgeCV (raw traces)", PLS, MLP, CONV_NET, "mean map")
+TITLE_2D = "2-D layered earths"
+
+
+def _data_2d(seed, n_pool, n_pairs, n_test):
+    """Flat maps (depth x columns) and gathers (time x columns): both pools of other models, pairs, test pairs."""
+    rng = np.random.RandomState(1000 + seed)
+    cells, cols = GRID_2D
+
+    def earth(n):
+        return make_layered_earth(n, n_cells=cells, n_columns=cols, v_range=V_RANGE, random_state=rng)
+
+    def seismic(V):
+        return convolutional_seismogram(V, n_samples=N_T_2D, f0=F0_2D).reshape(len(V), -1)
+
+    V_pool = earth(n_pool).reshape(n_pool, -1)
+    S_pool = seismic(earth(n_pool))
+    V3 = earth(n_pairs + n_test)
+    S, V = seismic(V3), V3.reshape(len(V3), -1)
+    return S_pool, V_pool, S[:n_pairs], V[:n_pairs], S[n_pairs:], V[n_pairs:]
+
+
+def _conv_net_on_pairs(S, V, steps, seed):
+    """The paired-only network: the conv encoder of the gathers and the conv decoder of the maps, trained end to end.
+
+    Standardised on the pairs (one mean and scale per domain, as the conv masked autoencoders do). Returns the
+    predict function (on raw gathers).
+    """
+    import torch
+
+    from sklearn_icml.utils._training import fit_module
+
+    shape_x, shape_y = (N_T_2D, GRID_2D[1]), GRID_2D
+    net = _paired_conv_net(shape_x, shape_y, CHANNELS_2D, LATENT_2D[1], seed)
+    sm, sx, vm, vs = S.mean(), S.std(), V.mean(), V.std()
+    batch = min(BATCH_2D, len(S))
+    epochs = max(1, math.ceil(steps / math.ceil(len(S) / batch)))
+    result = fit_module(net, ((S - sm) / sx).astype(np.float32), ((V - vm) / vs).astype(np.float32),
+                        max_iter=epochs, batch_size=batch, learning_rate=2e-3, n_iter_no_change=10 ** 6,
+                        random_state=seed)
+    module = result.module.eval()
+
+    def predict(A):
+        with torch.no_grad():
+            return module(torch.as_tensor(((A - sm) / sx).astype(np.float32))).numpy().astype(np.float64) * vs + vm
+
+    return predict
+
+
+def _renamed(peers):
+    """The 1-D peers' names for maps and gathers ("mean log" is the mean map, "raw traces" the raw gathers)."""
+    names = {"mean log": "mean map", "mean trace": "mean gather"}
+    return {names.get(k, k): v for k, v in peers.items()}
+
+
+def _autolinear_2d(steps, seed, **kw):
+    return AutoLinear(architecture="conv", input_shape_x=(N_T_2D, GRID_2D[1]), input_shape_y=GRID_2D,
+                      hidden_layer_sizes=CHANNELS_2D, n_components_x=LATENT_2D[0], n_components_y=LATENT_2D[1],
+                      batch_size=BATCH_2D, patch_size=PATCH_2D, max_iter=steps, random_state=seed, **kw)
+
+
+def _frozen(fitted, S, V, **kw):
+    """Bridges fitted on ``(S, V)`` between the frozen encoders of ``fitted``."""
+    return AutoLinear(fitted.encoder_x_, fitted.encoder_y_, refit_encoders=False, **kw).fit(S, V)
+
+
+def _small_pool_name(n_small):
+    return f"AutoLinear (conv masked autoencoders, {n_small}-row pools)"
+
+
+def _one_seed_2d(seed, quick):
+    """One seed of the 2-D tables (a process of its own with ``--jobs``): recorded rows and ratios."""
+    n_pool, n_small, steps, n_test = QUICK_2D if quick else FULL_2D
+    top = max(SIZES_2D)
+    t_mae, t_ssim, t_fwd, t_r2, t_time = (_Record() for _ in range(5))
+    ratios = {}
+    S_pool, V_pool, S_pairs, V_pairs, S_test, V_test = _data_2d(seed, n_pool, top, n_test)
+    scale = S_test.std()
+    small = _small_pool_name(n_small)
+    start, cpu_start = time.perf_counter(), time.process_time()
+    ours = _autolinear_2d(steps, seed).fit(S_pairs, V_pairs, X_unpaired=S_pool, y_unpaired=V_pool)
+    t_time.add("wall-clock", OURS_2D, time.perf_counter() - start, ours=True, seed=seed)
+    t_time.add("CPU time of the process", OURS_2D, time.process_time() - cpu_start, ours=True, seed=seed)
+    ours_small = _autolinear_2d(steps, seed).fit(S_pairs, V_pairs, X_unpaired=S_pool[:n_small],
+                                                 y_unpaired=V_pool[:n_small])
+    pca = AutoLinear("pca", "pca", n_components_x=LATENT_2D[0], n_components_y=LATENT_2D[1],
+                     random_state=seed).fit(S_pairs, V_pairs, X_unpaired=S_pool, y_unpaired=V_pool)
+    for n in SIZES_2D:
+        case = f"{n} pairs"
+        S, V = S_pairs[:n], V_pairs[:n]
+        model = ours if n == top else _frozen(ours, S, V)
+        small_n = ours_small if n == top else _frozen(ours_small, S, V)
+        latent = _frozen(ours, S, V, bridge_space="latent")
+        pca_n = pca if n == top else _frozen(pca, S, V)
+        start = time.perf_counter()
+        conv_net = _conv_net_on_pairs(S, V, steps, seed)
+        t_time.add(f"{CONV_NET}, {n} pairs", CONV_NET, time.perf_counter() - start, seed=seed)
+        inverse = {OURS_2D: model.predict, LATENT_2D_AL: latent.predict, small: small_n.predict,
+                   PCA_AL: pca_n.predict, **_renamed(_inverse_peers(S, V, seed)), CONV_NET: conv_net}
+        mae, ssim = {}, {}
+        for name, predict in inverse.items():
+            V_hat = predict(S_test)
+            mae[name] = np.abs(V_hat - V_test).mean()
+            ssim[name] = ssim_2d(V_test, V_hat, shape=GRID_2D, value_range=V_RANGE)
+            t_mae.add(case, name, mae[name], ours=name == OURS_2D, seed=seed)
+            t_ssim.add(case, name, ssim[name], ours=name == OURS_2D, seed=seed)
+        forward = {OURS_2D: model.predict_forward, LATENT_2D_AL: latent.predict_forward, PCA_AL: pca_n.predict_forward,
+                   **_renamed(_forward_peers(S, V, seed))}
+        fwd = {}
+        for name, predict in forward.items():
+            fwd[name] = np.abs(predict(V_test) - S_test).mean() / scale
+            t_fwd.add(case, name, fwd[name], ours=name == OURS_2D, seed=seed)
+        t_r2.add(case, OURS_2D, model.latent_r2_, ours=True, seed=seed)
+        t_r2.add(case, PCA_AL, pca_n.latent_r2_, seed=seed)
+        for k in (*PAIRED_ONLY_2D, PCA_AL, small):
+            ratios.setdefault(f"{k}|{n}", []).append(mae[OURS_2D] / mae[k])
+        ratios.setdefault(f"ssim|{n}", []).append(ssim[OURS_2D] - max(ssim[k] for k in PAIRED_ONLY_2D))
+        ratios.setdefault(f"fwd|{n}", []).append(fwd[OURS_2D] / min(fwd[k] for k in fwd if k not in
+                                                                   (OURS_2D, LATENT_2D_AL, PCA_AL)))
+    print(f"2-D seed {seed} done ({_load()})", file=sys.stderr, flush=True)
+    return [t.rows for t in (t_mae, t_ssim, t_fwd, t_r2, t_time)], ratios
+
+
+def two_d(args):
+    """2-D layered earths on the CPU: conv masked autoencoders on large unpaired pools against the tuned peers."""
+    quick = args.quick
+    n_pool, n_small, steps, n_test = QUICK_2D if quick else FULL_2D
+    cells, cols = GRID_2D
+    where = (f"{TITLE_2D} ({cells} x {cols} cells, gathers of {N_T_2D} x {cols} samples), {n_pool} unpaired maps "
+             f"and {n_pool} unpaired gathers")
+    t_mae = Table(f"{where}: inverse modelling", "MAE in m/s", higher_is_better=False)
+    t_ssim = Table(f"{TITLE_2D}: inverse modelling, SSIM (OpenFWI's convention, 2-D window)", "SSIM",
+                   higher_is_better=True)
+    t_fwd = Table(f"{TITLE_2D}: forward modelling (maps to gathers)", "MAE / std of the test gathers",
+                  higher_is_better=False)
+    t_r2 = Table(f"{TITLE_2D}: latent R² of the inverse map on the pairs", "R²", higher_is_better=True,
+                 verdicts=False)
+    t_time = Table(f"{TITLE_2D}: fit times ({steps} steps per network)", "seconds", higher_is_better=False,
+                   verdicts=False)
+    tables = (t_mae, t_ssim, t_fwd, t_r2, t_time)
+    os.environ["BENCH_CV_JOBS"] = str(args.cv_jobs)
+    if args.jobs > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            done = list(pool.map(_one_seed_2d, args.seeds, [quick] * len(args.seeds)))
+    else:
+        done = [_one_seed_2d(seed, quick) for seed in args.seeds]
+    ratios = {}
+    small = _small_pool_name(n_small)
+    for recorded, seed_ratios in done:
+        for table, rows in zip(tables, recorded):
+            for a, kw in rows:
+                table.add(*a, **kw)
+        for k, v in seed_ratios.items():
+            ratios.setdefault(k, []).extend(v)
+    med = {k: float(np.median(v)) for k, v in ratios.items()}
+    best = {n: max(PAIRED_ONLY_2D, key=lambda k: med[f"{k}|{n}"]) for n in SIZES_2D}
+    for n in SIZES_2D:
+        t_mae.bar(f"2-D: inverse MAE / the best paired-only peer at {n} pairs ({best[n]}, the largest of the median "
+                  "ratios over tuned MLP, RidgeCV, tuned PLS, the paired-only conv network and the mean map; target "
+                  "below 1: the pools must help)", med[f"{best[n]}|{n}"], 1.0, op="<")
+    wins = [n for n in SIZES_2D if med[f"{best[n]}|{n}"] < 1.0]
+    t_mae.claim("2-D: with few pairs, conv encoders trained on unpaired pools make inversion better than anything "
+                "fitted on the pairs alone", paper="the pools carry the inversion when pairs are few (OpenFWI maps)",
+                measured="ours / best paired-only peer: " + ", ".join(
+                    f"{med[f'{best[n]}|{n}']:.2f} at {n} ({best[n]})" for n in SIZES_2D),
+                reproduced="yes" if len(wins) == len(SIZES_2D) else ("partly" if wins else "no"))
+    t_mae.claim("2-D: self-supervised conv latents beat a paired-only conv encoder-decoder of the same size",
+                paper="markedly better than InversionNet-style training on few pairs",
+                measured=", ".join(f"{med[f'{CONV_NET}|{n}']:.2f}x at {n} pairs" for n in SIZES_2D),
+                reproduced="yes" if all(med[f"{CONV_NET}|{n}"] < 1.0 for n in SIZES_2D) else
+                ("partly" if any(med[f"{CONV_NET}|{n}"] < 1.0 for n in SIZES_2D) else "no"))
+    t_mae.note("Median over seeds of ours / each peer: " + "; ".join(
+        f"{k}: " + ", ".join(f"{med[f'{k}|{n}']:.2f}" for n in SIZES_2D)
+        for k in (*PAIRED_ONLY_2D, PCA_AL, small)) + f" (at {', '.join(map(str, SIZES_2D))} pairs).")
+    t_mae.note(f"Pool size: ours with pools of {n_pool} rows per domain against the same with {n_small}; the rows "
+               f"of fewer than {max(SIZES_2D)} pairs reuse the encoders of the {max(SIZES_2D)}-pair fit, frozen. "
+               f"Conv masked autoencoders: channels {CHANNELS_2D}, latent sizes {LATENT_2D}, batch {BATCH_2D}, "
+               f"{PATCH_2D} x {PATCH_2D} masked patches, "
+               f"{steps} steps each; the paired-only conv network has the same gather encoder and map decoder and "
+               f"{steps} steps on the pairs.")
+    t_ssim.note("Ours minus the best paired-only peer's SSIM (median over seeds): "
+                + ", ".join(f"{med[f'ssim|{n}']:+.3f} at {n} pairs" for n in SIZES_2D) + ".")
+    t_fwd.note("Ours / the best paired-only peer (RidgeCV, tuned PLS or the mean gather), median over seeds: "
+               + ", ".join(f"{med[f'fwd|{n}']:.2f} at {n} pairs" for n in SIZES_2D) + ".")
+    t_time.note(f"Wall-clock and CPU seconds on a shared 2-core machine ({_load()} at the end); the seeds ran in "
+                f"{args.jobs} process(es) at once.")
+    return list(tables)
+
+
 # -- GPU rows: 2-D maps ---------------------------------------------------------------------------
 
 def _paired_conv_net(shape_x, shape_y, channels, n_components, seed):
@@ -389,9 +605,10 @@ def fit_time(args):
 
 
 #: the part of the script that writes a table, by the start of its title (a part re-run alone replaces its tables)
-PARTS = {"cpu": one_d, "time": fit_time, "gpu": gpu}
+PARTS = {"cpu": one_d, "time": fit_time, "2d": two_d, "gpu": gpu}
 PART_TITLES = (("cpu", "Inverse modelling"), ("cpu", "Forward modelling"), ("cpu", "Latent R"),
-               ("cpu", QUALITY_TIME), ("time", FIT_TIME), ("gpu", "2-D maps"), ("gpu", "Seconds per epoch"))
+               ("cpu", QUALITY_TIME), ("time", FIT_TIME), ("2d", TITLE_2D), ("gpu", "2-D maps"),
+               ("gpu", "Seconds per epoch"))
 
 
 def table_part(title):

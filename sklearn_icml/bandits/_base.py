@@ -171,7 +171,13 @@ class _BaseAgent(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
         Each row of ``X`` is the feature vector ``phi(i, j)`` of one duel
         (see :meth:`duel_rows`); any real matrix is accepted, so the agent
         can sit in a :class:`~sklearn.pipeline.Pipeline` behind a
-        transformer. When the agent knows its items and the rows have their
+        transformer. Item indices are not duel rows: given to an agent that
+        knows its items, an integer array of two columns (the form of the
+        pairs that :meth:`select` and :meth:`GLMDuelingEnv.sample_duels`
+        return) is refused with a ``ValueError``, unless its rows are
+        one-hot differences ``e_i - e_j`` of two items; :meth:`duel_rows`
+        turns pairs into rows and checks that they are integers in
+        ``[0, n_items)``. When the agent knows its items and the rows have their
         dimension, the fit also gives the items' Borda scores. The online
         state (:meth:`select`, :meth:`update`) is not touched by the fit:
         the online face starts afresh.
@@ -193,7 +199,9 @@ class _BaseAgent(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
         for attr in ("n_duels_", "_won", "_played"):
             self.__dict__.pop(attr, None)
         name = type(self).__name__
-        X, y = validate_data(self, as_numpy(X), as_numpy(y), dtype=[np.float64, np.float32])
+        X = as_numpy(X)
+        self._refuse_item_pairs(X)
+        X, y = validate_data(self, X, as_numpy(y), dtype=[np.float64, np.float32])
         check_classification_targets(y)
         self.classes_, y01 = np.unique(y, return_inverse=True)
         if len(self.classes_) != 2:
@@ -214,6 +222,32 @@ class _BaseAgent(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
             self.borda_scores_ = self._borda_from_coef(self.coef_)
             self.best_item_ = int(np.argmax(self.borda_scores_))
         return self
+
+    def _refuse_item_pairs(self, X):
+        """Refuse item-index pairs (integers, two columns) where an agent that knows its items expects duel rows:
+        fit would read them as two real features (silently, for items whose duel rows have two features)."""
+        K = self.n_items_ if self._started() else None
+        if K is None and self._known_dim() is not None:
+            K = self._n_items_from_params()
+        if K is None:  # an agent without items takes any real matrix (its columns define the duel rows)
+            return
+        try:
+            A = np.asarray(X)
+        except Exception:  # noqa: BLE001 - validate_data gives the error of an X that is no array
+            return
+        if A.dtype.kind not in "biu" or A.ndim != 2 or A.shape[1] != 2 or A.shape[0] == 0:
+            return
+        A = A.astype(np.int64)
+        if np.all(np.abs(A) <= 1) and np.all(A.sum(axis=1) == 0) and np.all(A.any(axis=1)):
+            return  # one-hot differences e_i - e_j of two items: duel rows
+        name = type(self).__name__
+        where = f"[{A.min()}, {A.max()}]"
+        if A.min() < 0 or A.max() >= K:
+            where += f", outside the items [0, {K}) of this agent"
+        raise ValueError(f"{name}.fit: X is an integer array of shape {A.shape} (values in {where}), the form of "
+                         "item-index pairs (what select() and sample_duels() return), but fit takes duel rows "
+                         f"phi(i, j). Turn pairs into duel rows with {name}.duel_rows(pairs), which checks that "
+                         "they are integers in [0, n_items), or pass real-valued duel rows as floats.")
 
     def decision_function(self, X):
         """The duel model's score of each duel row: positive where the first item is predicted to win.

@@ -5,7 +5,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ..datasets._bandits import draw_glm_instance
+from ..datasets import make_glm_instance
 from ..utils._sklearn_private import Interval, StrOptions, validate_params
 from ._action_set import ActionSet
 from ._links import LINKS, get_link
@@ -305,8 +305,11 @@ class GLMDuelingEnv:
         _check_random(n_items=n_items, n_features=n_features, link=link, scale=scale, item_features=item_features,
                       n_phases=n_phases, phase_length=phase_length, random_state=random_state)
         rng = check_random_state(random_state)
-        features, theta = draw_glm_instance(n_items, n_features, link, scale, item_features, n_phases, rng,
-                                            name="GLMDuelingEnv.random_instance")
+        if link == "linear" and scale is not None and scale > 0.5 + 1e-12:
+            raise ValueError(f"GLMDuelingEnv.random_instance: with the linear link scale must be at most 1/2 "
+                             f"(unit features, |phi . theta| <= 1/2); got scale={scale}.")
+        features, theta = make_glm_instance(n_items, n_features, link=link, scale=scale, item_features=item_features,
+                                            n_phases=n_phases, random_state=rng)
         if item_features:
             return cls.from_item_features(features, theta, link, phase_length=phase_length, random_state=rng)
         return cls(features, theta, link, phase_length=phase_length, random_state=rng)

@@ -2,7 +2,7 @@
 
 A generator of the ground: it draws plain arrays (pair or item features,
 ``theta``, duels) and knows no estimator; :class:`~sklearn_icml.bandits.GLMDuelingEnv`
-builds its environments from the same draws (:func:`draw_glm_instance`).
+builds its environments from the same draws (:func:`make_glm_instance`).
 """
 
 from numbers import Integral, Real
@@ -13,52 +13,14 @@ from sklearn.utils import check_random_state
 
 from ..utils._sklearn_private import Interval, StrOptions, validate_params
 
-__all__ = ["draw_glm_instance", "make_glm_duels"]
+__all__ = ["make_glm_duels", "make_glm_instance"]
 
 #: ``mu`` of each link: ``P(i beats j) = mu(phi_ij . theta)``.
 _LINK_MU = {"logistic": expit, "probit": ndtr, "linear": lambda x: 0.5 + np.asarray(x, dtype=float)}
 
 
-def draw_glm_instance(n_items, n_features, link, scale, item_features, n_phases, rng, name="make_glm_duels"):
-    """The random draws of a GLM dueling instance, as plain arrays.
-
-    Unit pair features uniform on the sphere for every unordered pair
-    (``phi_ji = -phi_ij``), or item features uniform on the sphere of radius
-    1/2 (``item_features=True``), and ``theta`` uniform on the sphere of radius
-    ``scale`` (one per phase).
-
-    Parameters
-    ----------
-    n_items, n_features : int
-        Number of items ``K`` and dimension ``d``.
-    link : {"logistic", "probit", "linear"}
-        The link (it sets the default ``scale`` and bounds it for "linear").
-    scale : float or None
-        Norm of ``theta``; None gives 2 (1/2 for the linear link).
-    item_features : bool
-        Draw item features instead of pair features.
-    n_phases : int
-        Number of independent ``theta``.
-    rng : RandomState
-        The source of the draws (advanced in place).
-    name : str, default="make_glm_duels"
-        Caller, for the error message.
-
-    Returns
-    -------
-    features : ndarray of shape (K, d) or (K, K, d)
-        Item features, or antisymmetric pair features.
-    theta : ndarray of shape (d,) or (n_phases, d)
-        The hidden parameter (2-D only with several phases).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sklearn_icml.datasets._bandits import draw_glm_instance
-    >>> pair, theta = draw_glm_instance(3, 2, "logistic", None, False, 1, np.random.RandomState(0))
-    >>> pair.shape, bool(np.allclose(pair, -pair.transpose(1, 0, 2))), round(float(np.linalg.norm(theta)), 6)
-    ((3, 3, 2), True, 2.0)
-    """
+def _draw_instance(n_items, n_features, link, scale, item_features, n_phases, rng, name):
+    """The draws of :func:`make_glm_instance` from ``rng`` (advanced in place); ``name`` for the errors."""
     if scale is None:
         scale = 0.5 if link == "linear" else 2.0
     if link == "linear" and scale > 0.5 + 1e-12:
@@ -80,6 +42,73 @@ def draw_glm_instance(n_items, n_features, link, scale, item_features, n_phases,
     return pair, theta
 
 
+
+@validate_params(
+    {
+        "n_items": [Interval(Integral, 2, None, closed="left")],
+        "n_features": [Interval(Integral, 1, None, closed="left")],
+        "link": [StrOptions({"logistic", "probit", "linear"})],
+        "scale": [Interval(Real, 0, None, closed="neither"), None],
+        "item_features": ["boolean"],
+        "n_phases": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
+def make_glm_instance(n_items=20, n_features=4, *, link="logistic", scale=None, item_features=False, n_phases=1,
+                      random_state=None):
+    """Draw a random generalized linear dueling instance: the features and ``theta``.
+
+    Unit pair features uniform on the sphere for every unordered pair
+    (``phi_ji = -phi_ij``), or item features uniform on the sphere of radius
+    1/2 (``item_features=True``, ``phi_ij = x_i - x_j``), and ``theta``
+    uniform on the sphere of radius ``scale`` (one per phase). Item ``i``
+    beats item ``j`` with probability ``mu(phi_ij . theta)``;
+    :meth:`~sklearn_icml.bandits.GLMDuelingEnv.random_instance` builds its
+    environment from these draws.
+
+    Parameters
+    ----------
+    n_items : int, default=20
+        Number of items ``K``.
+    n_features : int, default=4
+        Dimension ``d`` of the features.
+    link : {"logistic", "probit", "linear"}, default="logistic"
+        The link ``mu``; it sets the default ``scale`` and bounds it for
+        "linear" (probabilities need ``|phi . theta| <= 1/2``).
+    scale : float, default=None
+        Norm of ``theta``: 2 for the logistic and probit links, 1/2 for the
+        linear link (at most 1/2 there).
+    item_features : bool, default=False
+        Draw item features instead of pair features.
+    n_phases : int, default=1
+        Number of independent ``theta`` (a non-stationary instance).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the draws (a ``RandomState`` is advanced in place).
+
+    Returns
+    -------
+    features : ndarray of shape (K, d) or (K, K, d)
+        Item features, or antisymmetric pair features.
+    theta : ndarray of shape (d,) or (n_phases, d)
+        The hidden parameter (2-D only with several phases).
+
+    See Also
+    --------
+    make_glm_duels : Duels played on such an instance.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_icml.datasets import make_glm_instance
+    >>> pair, theta = make_glm_instance(3, 2, random_state=0)
+    >>> pair.shape, bool(np.allclose(pair, -pair.transpose(1, 0, 2))), round(float(np.linalg.norm(theta)), 6)
+    ((3, 3, 2), True, 2.0)
+    """
+    return _draw_instance(n_items, n_features, link, scale, item_features, n_phases, check_random_state(random_state),
+                          "make_glm_instance")
+
+
 @validate_params(
     {
         "n_duels": [Interval(Integral, 1, None, closed="left")],
@@ -97,7 +126,7 @@ def make_glm_duels(n_duels=1000, n_items=20, n_features=4, *, link="logistic", s
                    return_instance=False, random_state=None):
     """Generate duels between random pairs of items under a generalized linear preference model.
 
-    A random instance is drawn (:func:`draw_glm_instance`, the draws of
+    A random instance is drawn (:func:`make_glm_instance`, the draws of
     :meth:`~sklearn_icml.bandits.GLMDuelingEnv.random_instance`: unit pair
     features, or item features with ``phi_ij = x_i - x_j``, and ``theta`` of
     norm ``scale``), then ``n_duels`` ordered pairs of distinct items are
@@ -153,7 +182,7 @@ def make_glm_duels(n_duels=1000, n_items=20, n_features=4, *, link="logistic", s
     ((5, 2), (5,), (5, 2), (2,), (4, 4, 2))
     """
     rng = check_random_state(random_state)
-    features, theta = draw_glm_instance(n_items, n_features, link, scale, item_features, 1, rng)
+    features, theta = _draw_instance(n_items, n_features, link, scale, item_features, 1, rng, "make_glm_duels")
     if item_features:
         s = features @ theta
         scores = s[:, None] - s[None, :]

@@ -389,3 +389,29 @@ def test_bexp3_tuned_constants_beat_the_theory_constants_on_the_random_logistic_
                                   ("uniform", UniformDueling())]}
     assert regret["theory"] > 0.7 * regret["uniform"]  # the loose constants stay near uniform play
     assert regret["tuned"] <= 0.6 * regret["uniform"]
+
+
+@pytest.mark.parametrize("agent", AGENTS, ids=_id)
+def test_item_index_pairs_given_to_fit_are_refused_by_an_agent_that_knows_its_items(agent):
+    """Items in the plane give duel rows of two features, the shape of item-index pairs: the integer pairs of
+    sample_duels (in range or not) are refused with the way to rows named; the same pairs through duel_rows fit."""
+    items = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [2.0, 0.0], [0.0, 2.0], [2.0, 1.0]])
+    env = GLMDuelingEnv.from_item_features(items, [0.5, -0.3])
+    pairs, y = env.sample_duels(60, random_state=0)
+    params = agent.get_params()
+    fitted = clone(agent).set_params(**({"n_items": 2} if "n_items" in params else {"item_features": items}))
+    if "n_items" in params:  # two items: their duel rows e_i - e_j have two columns too
+        pairs = pairs % 2
+        pairs[pairs[:, 0] == pairs[:, 1], 1] ^= 1
+    rows = fitted.duel_rows(pairs)
+    assert rows.shape == pairs.shape and rows.dtype.kind == "f"
+    for bad, where in ((pairs, r"values in \[0, \d\]\)"), (np.vstack([pairs, [[0, 99]]]), r"outside the items")):
+        with pytest.raises(ValueError, match=rf"{type(agent).__name__}\.fit: .*{where}.*duel_rows\(pairs\)"):
+            clone(fitted).fit(bad, np.resize(y, len(bad)))
+    reference = clone(fitted).fit(rows, y)
+    if "n_items" in params:  # integer one-hot rows are duel rows, the same fit as their floats
+        np.testing.assert_array_equal(clone(fitted).fit(rows.astype(int), y).coef_, reference.coef_)
+    with pytest.raises(ValueError, match="item indices"):
+        fitted.duel_rows([[0, 99]])
+    with pytest.raises(ValueError, match="item indices"):
+        fitted.duel_rows([[0.5, 1.0]])

@@ -124,3 +124,22 @@ def test_duels_are_seeded_and_pickle():
     P = env.preference_matrix()
     X, y = env.sample_duels(40000, random_state=0)
     assert abs(y.mean() - P[X[:, 0], X[:, 1]].mean()) < 0.01
+
+
+def test_make_glm_instance_draws_the_documented_instance():
+    from sklearn_icml.datasets import make_glm_instance
+
+    pair, theta = make_glm_instance(6, 3, random_state=0)
+    iu = np.triu_indices(6, k=1)
+    np.testing.assert_allclose(pair, -pair.transpose(1, 0, 2))  # phi_ji = -phi_ij
+    np.testing.assert_allclose(np.linalg.norm(pair[iu], axis=-1), 1.0)  # unit pair features
+    assert np.allclose(np.linalg.norm(theta), 2.0)  # the default scale of the logistic link
+    items, thetas = make_glm_instance(6, 3, link="linear", item_features=True, n_phases=4, random_state=0)
+    np.testing.assert_allclose(np.linalg.norm(items, axis=1), 0.5)
+    np.testing.assert_allclose(np.linalg.norm(thetas, axis=1), 0.5)
+    assert thetas.shape == (4, 3)
+    with pytest.raises(ValueError, match="make_glm_instance: with the linear link scale must be at most 1/2"):
+        make_glm_instance(link="linear", scale=1.0)
+    # the environment is built from the same draws
+    env = GLMDuelingEnv.random_instance(n_items=6, n_features=3, random_state=0)
+    np.testing.assert_array_equal(env.pair_features, pair)
