@@ -296,7 +296,7 @@ def _cpu_seconds(fn, *args, **kwargs):
 
 
 def cost(args):
-    from sklearn_icml.optimize._gumbel_sampler import per_node_epoch
+    from _scheduling_reference import per_node_epoch
 
     table = Table("CPU seconds per epoch (one thread), n = 1000, B = 32", "CPU seconds", higher_is_better=False)
     problem = StageSchedulingProblem.from_dataset(make_scheduling_dag(1000, n_stages=D, random_state=0))

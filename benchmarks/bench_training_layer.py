@@ -38,8 +38,8 @@ from sklearn_icml.survival import Surv, concordance_index  # noqa: E402
 from sklearn_icml.survival._base import cox_negative_log_likelihood, cox_sort_keys  # noqa: E402
 from sklearn_icml.survival._cox import _cox_train_step  # noqa: E402
 from sklearn_icml.survival._fusion_net import FusionNet  # noqa: E402
+from sklearn_icml.utils import resolve_device, to_tensor, torch_generator  # noqa: E402
 from sklearn_icml.utils._mlp import StandardizedMLP  # noqa: E402
-from sklearn_icml.utils._torch import resolve_device, to_tensor, torch_generator  # noqa: E402
 from sklearn_icml.utils._training import fit_module  # noqa: E402
 
 QUICK = False

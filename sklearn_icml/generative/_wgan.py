@@ -82,6 +82,24 @@ class LeftInvertibleWGAN(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Torc
         number of samples).
     max_iter : int, default=2000
         Generator iterations (each after ``n_critic`` critic steps).
+    early_stopping : bool, default=False
+        Hold out ``validation_fraction`` of the rows (at most 2000 of them
+        are used) and measure the exact W1 distance between them and the
+        generator's image of a fixed latent sample of the same size (the
+        measure of :meth:`score`) every ``max(1, max_iter // 100)`` generator
+        iterations; stop when it has not decreased by at least ``tol`` for
+        more than ``n_iter_no_change`` of these checks and keep the networks
+        of the best check. Off, all ``max_iter`` iterations run (see Notes).
+    validation_fraction : float in (0, 1), default=0.1
+        Share of the rows held out for early stopping (drawn from
+        ``random_state``); the generator trains on, and :attr:`lower_bound_`
+        certifies against, the other rows.
+    n_iter_no_change : int >= 1, default=10
+        Checks of the held-out W1 without an improvement tolerated (with
+        the default 100 checks per fit, a tenth of ``max_iter``).
+    tol : float >= 0, default=1e-4
+        Minimal decrease of the held-out W1 (in X's units) that counts as an
+        improvement.
     standardize : bool, default=True
         Train on standardised features (the outputs are in X's units either
         way).
@@ -118,6 +136,16 @@ class LeftInvertibleWGAN(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Torc
         penalty of the injective generator).
     n_iter_ : int
         Generator iterations run.
+    loss_curve_ : ndarray of shape (``n_iter_``,)
+        The critic's Wasserstein estimate ``E D(real) - E D(fake)`` per
+        generator iteration (``loss_history_["wasserstein"]``): the distance
+        the generator minimises, as the critic of that iteration sees it.
+    validation_scores_ : list of float or None
+        The held-out W1 distance (X's units, lower is better) at each check
+        with ``early_stopping``; None otherwise.
+    best_validation_score_ : float or None
+        Its smallest value, that of the networks kept; None without
+        ``early_stopping``.
     inverse_error_ : float
         Monte Carlo estimate of ``E ||h(g(Z)) - Z||`` (latent units, 10,000
         draws).
@@ -187,12 +215,15 @@ class LeftInvertibleWGAN(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Torc
     :meth:`sample`, :meth:`transform`, :meth:`inverse_transform` and
     :meth:`score` compute in float64 on the CPU.
 
-    Training runs ``max_iter`` generator iterations, with no early stopping:
-    the critic's loss estimates a distance that every generator step moves,
-    so neither loss is a quantity whose stall means convergence (as in the
-    WGAN literature, the number of iterations is the budget). Both losses
-    are in ``loss_history_``; :meth:`score` on held-out data is the measure
-    to select ``max_iter`` with.
+    By default training runs ``max_iter`` generator iterations: the critic's
+    loss estimates a distance that every generator step moves, so neither
+    training loss is a quantity whose stall means convergence (as in the
+    WGAN literature, the number of iterations is the budget), and there is
+    no stopping on them. ``early_stopping`` stops instead on a measure the
+    training does not move by itself: the exact W1 distance from held-out
+    rows to the generator's image of a fixed latent sample (no critic
+    involved, so it does not drift with the critic; the latent sample is
+    fixed, so it changes only when the generator does).
 
     References
     ----------
@@ -233,7 +264,8 @@ class LeftInvertibleWGAN(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Torc
     def __init__(self, *, latent_dim="auto", latent_distribution="gaussian", architecture="mlp",
                  hidden_layer_sizes=(128, 128, 128), inverse_penalty=2.0, gradient_penalty=1.0, gp_at="real",
                  critic_loss="wasserstein", n_critic=5, learning_rate=1e-4, betas=(0.5, 0.999), batch_size=200,
-                 max_iter=2000, standardize=True, device="cpu", random_state=None, verbose=0):
+                 max_iter=2000, early_stopping=False, validation_fraction=0.1, n_iter_no_change=10, tol=1e-4,
+                 standardize=True, device="cpu", random_state=None, verbose=0):
         self.latent_dim = latent_dim
         self.latent_distribution = latent_distribution
         self.architecture = architecture
@@ -247,6 +279,10 @@ class LeftInvertibleWGAN(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Torc
         self.betas = betas
         self.batch_size = batch_size
         self.max_iter = max_iter
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
         self.standardize = standardize
         self.device = device
         self.random_state = random_state
@@ -309,6 +345,9 @@ class LeftInvertibleWGAN(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Torc
             if not np.all(np.abs(Z) < 1e30):
                 raise ValueError(f"{type(self).__name__}: the training values reach {np.abs(Z).max():.3g}, beyond the "
                                  "float32 range the networks train in; rescale X or use standardize=True.")
+            validation = self._held_out_w1(X, d, rng, ctx.device) if self.early_stopping else None
+            if validation is not None:
+                validation, Z = validation
             result = train_wgan(Z, latent_dim=d,
                                 latent_distribution=self.latent_distribution, architecture=self.architecture,
                                 hidden=hidden, inverse_penalty=self.inverse_penalty,
@@ -316,19 +355,49 @@ class LeftInvertibleWGAN(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Torc
                                 critic_loss=self.critic_loss, n_critic=self.n_critic,
                                 learning_rate=self.learning_rate, betas=betas, batch_size=self.batch_size,
                                 max_iter=self.max_iter, device=ctx.device, generator=torch_generator(rng),
-                                verbose=self.verbose, name=type(self).__name__)
+                                verbose=self.verbose, name=type(self).__name__, validation=validation,
+                                check_every=max(1, self.max_iter // 100), n_iter_no_change=self.n_iter_no_change,
+                                tol=self.tol)
             self.latent_dim_ = d
             self.generator_, self.critic_ = result.generator, result.critic
             self.loss_history_ = result.history
-            self.n_iter_ = int(self.max_iter)
+            self.loss_curve_ = result.history["wasserstein"]
+            self.n_iter_ = result.n_iter
+            self.validation_scores_ = result.validation_scores
+            self.best_validation_score_ = result.best_validation_score
             if self.architecture == "injective_mlp":
                 from ._wgan_nets import ExactInverse
 
                 self.inverse_ = ExactInverse(self.generator_).eval()
             else:
                 self.inverse_ = result.inverse
-            self._certify(len(X), rng)
+            self._certify(len(Z), rng)
         return self
+
+    def _held_out_w1(self, X, d, rng, device):
+        """The held-out measure of early stopping and the standardised training rows.
+
+        Returns ``(validation, Z_train)``: ``validation(g)`` is the exact W1
+        distance, in X's units, between up to 2000 held-out rows and g's image
+        of as many fixed latent draws.
+        """
+        from ..utils._distances import wasserstein1
+        from ._wgan_training import draw_latent
+
+        n = len(X)
+        n_valid = int(np.ceil(self.validation_fraction * n))
+        if n - n_valid < 2:
+            raise ValueError(f"{type(self).__name__}: early_stopping holds out validation_fraction="
+                             f"{self.validation_fraction!r} of {n} rows and leaves fewer than 2 to train on.")
+        order = rng.permutation(n)
+        held = X[order[:n_valid][:2000]]
+        z = draw_latent(len(held), d, self.latent_distribution, torch_generator(rng)).to(device)
+
+        def validation(g):
+            out = to_numpy(g(z)).astype(np.float64) * self.scale_ + self.mean_
+            return wasserstein1(out, held, max_samples=None)
+
+        return validation, (X[order[n_valid:]] - self.mean_) / self.scale_
 
     def _certify(self, n_train, rng):
         from ._wgan_bound import certified_lower_bound, inverse_error_upper, quantization_error_lower

@@ -17,7 +17,10 @@ device, so CPU and GPU fits start from the same numbers), progress lines from
 :class:`~sklearn_icml.utils._training.ProgressReporter` under ``verbose``,
 and the caller runs it inside :func:`~sklearn_icml.utils._torch.torch_threads`
 on a resolved device. Losses are kept on the device and brought back once at
-the end (one synchronisation per fit, not per step).
+the end (one synchronisation per fit, not per step). An optional held-out
+measure (``validation``, checked every ``check_every`` iterations) drives the
+layer's :class:`~sklearn_icml.utils._training.EarlyStopping`, which keeps the
+three networks of the best check.
 """
 
 import time
@@ -25,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..utils._training import ProgressReporter, iterate_minibatches
+from ..utils._training import EarlyStopping, ProgressReporter, iterate_minibatches
 
 __all__ = ["WGANTrainingResult", "critic_step_loss", "draw_latent", "train_wgan"]
 
@@ -52,6 +55,13 @@ class WGANTrainingResult:
         generator).
     seconds : float
         Wall time of the loop.
+    n_iter : int
+        Generator iterations run.
+    validation_scores : list of float or None
+        The held-out measure at each check (lower is better), or None
+        without ``validation``.
+    best_validation_score : float or None
+        Its smallest value (that of the networks returned).
     """
 
     generator: object
@@ -59,6 +69,9 @@ class WGANTrainingResult:
     critic: object
     history: dict = field(default_factory=dict)
     seconds: float = 0.0
+    n_iter: int = 0
+    validation_scores: list = None
+    best_validation_score: float = None
 
 
 def draw_latent(n, d, latent_distribution, generator):
@@ -143,7 +156,8 @@ def _build(X_dim, latent_dim, architecture, hidden, generator, train_inverse):
 def train_wgan(X, *, latent_dim, latent_distribution="gaussian", architecture="mlp", hidden=(128, 128, 128),
                inverse_penalty=2.0, gradient_penalty=1.0, gp_at="real", critic_loss="wasserstein", n_critic=5,
                learning_rate=1e-4, betas=(0.5, 0.999), batch_size=200, max_iter=2000, device="cpu",
-               generator=None, train_inverse=True, verbose=0, name="LeftInvertibleWGAN"):
+               generator=None, train_inverse=True, verbose=0, name="LeftInvertibleWGAN", validation=None,
+               check_every=1, n_iter_no_change=10, tol=1e-4):
     """Train a WGAN with a gradient penalty and a left-inverse penalty on ``X`` (float32, already scaled).
 
     Parameters
@@ -191,6 +205,18 @@ def train_wgan(X, *, latent_dim, latent_distribution="gaussian", architecture="m
         About 20 progress lines (every iteration at ``verbose >= 2``).
     name : str
         Prefix of the progress lines.
+    validation : callable or None, default=None
+        ``validation(generator) -> float``, a held-out measure (lower is
+        better) evaluated every ``check_every`` iterations; training stops
+        when it has not decreased by at least ``tol`` for more than
+        ``n_iter_no_change`` checks, and the networks of its best check are
+        returned. None runs all ``max_iter`` iterations.
+    check_every : int, default=1
+        Generator iterations between two checks.
+    n_iter_no_change : int, default=10
+        Checks without an improvement tolerated.
+    tol : float, default=1e-4
+        Minimal decrease that counts as an improvement.
 
     Returns
     -------
@@ -217,6 +243,10 @@ def train_wgan(X, *, latent_dim, latent_distribution="gaussian", architecture="m
     every = 1 if verbose >= 2 or max_iter <= 50 else max(1, max_iter // 20)
     lam = float(inverse_penalty)
     records = {key: [] for key in HISTORY_KEYS}
+    stopper, scores = None, None
+    if validation is not None:
+        stopper, scores = EarlyStopping(n_iter_no_change, tol, keep_best=True), []
+        players = torch.nn.ModuleDict({k: m for k, m in (("g", g), ("h", h), ("critic", critic)) if m is not None})
 
     def latent(m):
         return draw_latent(m, latent_dim, latent_distribution, generator).to(device)
@@ -258,7 +288,17 @@ def train_wgan(X, *, latent_dim, latent_distribution="gaussian", architecture="m
             reporter.message(f"iteration {it}/{max_iter}  critic {float(records['critic'][-1]):.4f}  "
                              f"W1 estimate {float(w_est.detach()):.4f}  inverse {float(inverse_term.detach()):.5f}  "
                              f"({time.perf_counter() - start:.1f} s)")
+        if stopper is not None and it % int(check_every) == 0:
+            with torch.no_grad():
+                scores.append(float(validation(g)))
+            reporter.message(f"iteration {it}/{max_iter}  held-out measure {scores[-1]:.5f}")
+            if stopper.step(scores[-1], players):
+                break
+    if stopper is not None and stopper.best_state is not None:
+        stopper.restore_best(players)
     critic.requires_grad_(True)
     history = {key: torch.stack(vals).cpu().numpy().astype(np.float64) for key, vals in records.items()}
     modules = [None if m is None else m.cpu().eval() for m in (g, h, critic)]
-    return WGANTrainingResult(*modules, history=history, seconds=time.perf_counter() - start)
+    return WGANTrainingResult(*modules, history=history, seconds=time.perf_counter() - start,
+                              n_iter=len(records["critic"]), validation_scores=scores,
+                              best_validation_score=None if not scores else min(scores))

@@ -521,8 +521,9 @@ def _make_net_class():
         """Stopping rule, non-finite check and LR schedule, once per epoch."""
 
         def __init__(self, stopper, early_stopping, scheduler_factory, name, learning_rate, per_batch=False,
-                     reporter=None):
+                     reporter=None, progress=None):
             self.reporter = reporter
+            self.progress = progress or (lambda net: len(net.history))  # epochs, or steps of a stream
             self.stopper = stopper
             self.early_stopping = early_stopping
             self.scheduler_factory = scheduler_factory
@@ -554,7 +555,7 @@ def _make_net_class():
                 else:
                     self.scheduler_.step()
             if self.reporter is not None:
-                self.reporter.tick(len(net.history))
+                self.reporter.tick(self.progress(net))
             if self.stopper.step(monitored, net.module_ if self.early_stopping else None):
                 self.stopped_ = True
                 raise KeyboardInterrupt  # skorch's documented way for a callback to end fit
@@ -846,7 +847,8 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
         stopper = EarlyStopping(n_iter_no_change, tol, keep_best=early_stopping)
         monitor = _Monitor(stopper, early_stopping, scheduler_factory, name, learning_rate,
                            per_batch=lr_schedule_interval == "batch",
-                           reporter=ProgressReporter(name, max_epochs, verbose=0) if not verbose else None)
+                           reporter=ProgressReporter(name, max_iter, verbose=0) if not verbose else None,
+                           progress=(lambda net: stream.step) if budget == "steps" else None)
         from skorch.callbacks import EpochTimer, GradientNormClipping, PrintLog
 
         callbacks = [("epoch_timer", EpochTimer())]

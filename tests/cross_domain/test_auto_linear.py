@@ -163,3 +163,28 @@ def test_output_space_bridge_minimises_the_decoded_error_with_the_latent_penalty
         assert objective(model.bridge_inverse_.coef_ + step, model.bridge_inverse_.intercept_) >= best - 1e-9
     assert np.abs(model.predict(S) - V).mean() < np.abs(latent.predict(S) - V).mean()
     assert model.latent_r2_ == latent.latent_r2_  # how linear the latent codes are: the latent fit's R²
+
+
+def test_conv_encoders_on_2d_maps():
+    # 2-D maps and gathers, flattened: conv masked autoencoders on their grids, patch masking, the pools
+    V3 = make_layered_earth(40, n_cells=8, n_columns=6, random_state=0)
+    S3 = convolutional_seismogram(V3, n_samples=12, f0=30.0)
+    S, V = S3.reshape(40, -1), V3.reshape(40, -1)
+    shape_x, shape_y = (12, 6), (8, 6)
+    model = AutoLinear(architecture="conv", input_shape_x=shape_x, input_shape_y=shape_y, hidden_layer_sizes=(4,),
+                       n_components_x=5, n_components_y=3, patch_size=2, max_iter=4, bridge_space="latent",
+                       random_state=0).fit(S[:25], V[:25], X_unpaired=S[25:], y_unpaired=V[25:])
+    assert model.encoder_x_.input_shape == shape_x and model.encoder_y_.input_shape == shape_y
+    assert model.transform(S).shape == (40, 5) and model.latent_y(V).shape == (40, 3)
+    assert model.predict(S).shape == V.shape and model.predict_forward(V).shape == S.shape
+    # the inverse model is the composition D_y(A E_x(x) + a), A and a by RidgeCV on the pairs' codes (independent)
+    Z_x, Z_y = model.encoder_x_.transform(S[:25]), model.encoder_y_.transform(V[:25])
+    ridge = RidgeCV(alphas=DEFAULT_BRIDGE_ALPHAS).fit(Z_x, Z_y)
+    expected = model.encoder_y_.inverse_transform(ridge.predict(model.encoder_x_.transform(S[25:])))
+    np.testing.assert_allclose(model.predict(S[25:]), expected, rtol=1e-6, atol=1e-6 * np.abs(expected).max())
+    # rows are predicted one by one: a permutation of the rows permutes the predictions
+    order = np.random.RandomState(1).permutation(15)
+    np.testing.assert_allclose(model.predict(S[25:][order]), model.predict(S[25:])[order], rtol=1e-6)
+    with pytest.raises(ValueError, match="input_shape"):
+        AutoLinear(architecture="conv", input_shape_x=(5, 5), input_shape_y=shape_y, hidden_layer_sizes=(4,),
+                   max_iter=1).fit(S, V)

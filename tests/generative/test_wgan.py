@@ -377,3 +377,69 @@ def test_a_long_silent_fit_prints_its_progress(roll, monkeypatch, capsys):
     monkeypatch.setattr(_training, "SLOW_FIT_CPU_SECONDS", 1e9)
     LeftInvertibleWGAN(random_state=0, **{**TINY, "max_iter": 3}).fit(roll[0])
     assert capsys.readouterr().out == ""
+
+
+# -- early stopping ---------------------------------------------------------------------------------------------------
+
+def test_a_rising_held_out_measure_stops_the_loop_and_keeps_the_first_networks(roll):
+    """Planted: a held-out measure that rises at every check; the loop stops after n_iter_no_change more checks."""
+    X = (roll[0] - roll[0].mean(0)) / roll[0].std(0)
+    calls = []
+
+    def rising(g):
+        calls.append(1)
+        return float(len(calls))
+
+    common = dict(latent_dim=2, hidden=(8,), n_critic=2, batch_size=32, learning_rate=1e-3)
+    result = train_wgan(X, max_iter=100, generator=torch.Generator().manual_seed(0), validation=rising,
+                        check_every=3, n_iter_no_change=2, tol=0.0, **common)
+    # the first check (iteration 3) is the best; 2 more are tolerated, the 4th check (iteration 12) stops
+    assert result.validation_scores == [1.0, 2.0, 3.0, 4.0] and result.n_iter == 12
+    assert all(len(v) == 12 for v in result.history.values())
+    # the networks kept are those of iteration 3: those of a run of 3 iterations from the same seed
+    first = train_wgan(X, max_iter=3, generator=torch.Generator().manual_seed(0), **common)
+    for kept, ref in ((result.generator, first.generator), (result.inverse, first.inverse),
+                      (result.critic, first.critic)):
+        for p, q in zip(kept.parameters(), ref.parameters(), strict=True):
+            assert torch.equal(p, q)
+
+
+def test_early_stopping_measures_exact_w1_to_the_held_out_rows(roll):
+    from sklearn.utils import check_random_state
+
+    from sklearn_icml.generative._wgan_training import draw_latent
+    from sklearn_icml.utils._torch import torch_generator
+
+    X = roll[0]
+    gan = LeftInvertibleWGAN(random_state=0, early_stopping=True, validation_fraction=0.2, n_iter_no_change=3,
+                             **dict(TINY, max_iter=200)).fit(X)
+    scores = gan.validation_scores_
+    assert len(scores) == gan.n_iter_ // 2  # a check every max_iter // 100 = 2 iterations
+    assert gan.best_validation_score_ == min(scores)
+    # scikit-learn's rule on these values, from its definition: the fit stops at the first check that makes
+    # more than n_iter_no_change checks in a row without a decrease of at least tol (1e-4)
+    best, count, stop = np.inf, 0, None
+    for i, v in enumerate(scores):
+        count = count + 1 if v > best - 1e-4 else 0
+        best = min(best, v)
+        if count > 3:
+            stop = i
+            break
+    assert (stop == len(scores) - 1) if gan.n_iter_ < 200 else stop is None
+    # the same split and latent draws, by hand: the networks kept score the best value
+    rng = check_random_state(0)
+    order = rng.permutation(len(X))
+    held = X[order[:30]]
+    z = draw_latent(30, 2, "gaussian", torch_generator(rng))
+    with torch.no_grad():
+        out = gan.generator_(z).double().numpy() * gan.scale_ + gan.mean_
+    assert wasserstein1(out, held, max_samples=None) == pytest.approx(gan.best_validation_score_, rel=1e-6)
+    assert gan.loss_curve_.shape == (gan.n_iter_,)
+    np.testing.assert_array_equal(gan.loss_curve_, gan.loss_history_["wasserstein"])
+
+
+def test_defaults_run_the_whole_budget_without_holding_out(roll):
+    gan = LeftInvertibleWGAN(random_state=0, **TINY).fit(roll[0])
+    assert gan.n_iter_ == 20 and gan.validation_scores_ is None and gan.best_validation_score_ is None
+    with pytest.raises(ValueError, match="LeftInvertibleWGAN: early_stopping"):
+        LeftInvertibleWGAN(early_stopping=True, validation_fraction=0.9, **TINY).fit(roll[0][:3])
