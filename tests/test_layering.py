@@ -146,7 +146,6 @@ def test_the_tour_lives_in_one_place_and_imports_public_names():
 #: own helper modules (``benchmarks/_*.py``) that emulate an earlier code path patch the library's internals by
 #: design and are not scanned.
 KNOWN_BENCHMARK_PRIVATE_IMPORTS = {
-    ("bench_arena", "datasets._ranking"): "simulate_sampled_battles: a simulation helper shared with the tests",
     ("bench_attribution", "inspection._model"): "make_model: the raw output of a model, as the combiner sees it",
     ("bench_auto_linear", "cross_domain._mae_networks"): "the autoencoder network, trained by the raw loop",
     ("bench_auto_linear", "utils._training"): "fit_module, the training layer measured itself",
@@ -156,6 +155,7 @@ KNOWN_BENCHMARK_PRIVATE_IMPORTS = {
     ("bench_meta_bo", "optimize._meta_lfbo"): "the meta-training layout study",
     ("bench_meta_bo", "optimize._meta_lfbo_net"): "the meta-training layout study",
     ("bench_private_evolution", "generative._pe_voting"): "the nearest-neighbour vote kernels, timed",
+    ("bench_private_evolution", "generative._minilm"): "load_minilm: whether the text extra's offline model loads",
     ("bench_survival", "survival._bags"): "the raw torch loop of the survival peer",
     ("bench_survival", "survival._base"): "the raw torch loop of the survival peer",
     ("bench_training_layer", "survival._base"): "the training layer against the loops it replaced",

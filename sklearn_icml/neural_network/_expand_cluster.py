@@ -540,8 +540,8 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
                 f"units that carry output are in no kept cluster)"
                 for layer, (kept, n_out, width) in enumerate(missed) if n_out]
         where = ("not recovered: " + ", ".join(lost) if lost else
-                 "every unit of the best students that carries output is in a kept cluster, so a unit was lost in "
-                 "the collapse or the fine-tunes")
+                 "not recovered, although every unit of the best students that carries output is in a kept "
+                 "cluster (a unit was lost in the collapse or the fine-tunes)")
         warnings.warn(f"{type(self).__name__}: the rebuilt network (hidden widths {self.hidden_layer_sizes_}) fits "
                       f"the probes worse than the best student (training MSE {self.loss_:.3g} against {best:.3g}, "
                       f"more than fallback_ratio={self.fallback_ratio:g} times), so the teacher was {where}. The "
