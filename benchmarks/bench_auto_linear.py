@@ -23,12 +23,12 @@ Tables: inverse MAE, RMSE and SSIM (OpenFWI's convention, 11-sample window, on [
 2-D rows on the CPU (``--only 2d``), the paper's regime at a size a 2-core machine trains: maps of 32 x 32
 cells (``make_layered_earth`` with 32 columns and dipping interfaces), gathers of 80 samples x 32 columns (the
 convolutional model per column, 15 Hz Ricker), pools of 3000 unpaired maps and 3000 unpaired gathers of other
-models, 25, 50 and 100 pairs, 200 test pairs. Ours: ``AutoLinear`` with convolutional masked autoencoders
-(channels 8, 16, 32; 4 x 4 masked patches; 64 latent values for gathers, 32 for maps; 600 steps each), fitted
-on the pools and 100 pairs, its encoders frozen for the smaller sizes; the same with pools of 300 rows (the
+models, 25 and 50 pairs, 200 test pairs. Ours: ``AutoLinear`` with convolutional masked autoencoders
+(channels 8, 16, 32; 4 x 4 masked patches; 64 latent values for gathers, 32 for maps; 400 steps each), fitted
+on the pools and 50 pairs, its encoders frozen for 25 pairs; the same with pools of 300 rows (the
 pool-size row), with latent-space bridges, and with PCA encoders. Peers on the pairs: the same tuned RidgeCV,
 PLS and MLP as the 1-D rows, the mean map, and a paired-only convolutional encoder-decoder of the same size
-(the gathers' encoder and the maps' decoder, 600 steps on the pairs: the InversionNet-style rival).
+(the gathers' encoder and the maps' decoder, 400 steps on the pairs: the InversionNet-style rival).
 
 GPU rows (``--device cuda``, or ``--only gpu``): 2-D maps (64 x 64 cells, 64 columns, traces of 128 samples
 per column), convolutional masked autoencoders on 10k unpaired maps and gathers per domain, against a
@@ -40,7 +40,7 @@ InversionNet-style baseline), and seconds per epoch on the CPU against the GPU.
 
 Parts (``--only``): ``cpu`` (the 1-D quality tables), ``time`` (the timed fit alone, for the fit-time bar:
 nothing else runs in the process, so it can be re-measured at a quiet moment), ``2d`` (the 2-D rows on the
-CPU; about 5 minutes of CPU time per seed), ``gpu`` (the 2-D rows on a GPU). The
+CPU; about 3 minutes of CPU time per seed), ``gpu`` (the 2-D rows on a GPU). The
 default is ``cpu time`` on the CPU and ``gpu`` otherwise; a part run alone replaces only its own tables in
 ``benchmarks/results/auto_linear.json``, the others stay as they were (each table names the command that
 made it).
@@ -295,9 +295,9 @@ def one_d(args):
 
 #: (depth cells, columns) of a map, trace samples per column, Ricker peak frequency in Hz
 GRID_2D, N_T_2D, F0_2D = (32, 32), 80, 15.0
-SIZES_2D = (25, 50, 100)
+SIZES_2D = (25, 50)
 #: (unpaired rows per domain, the smaller pool of the pool-size row, steps per autoencoder, test pairs)
-FULL_2D, QUICK_2D = (3000, 300, 600, 200), (600, 150, 150, 100)
+FULL_2D, QUICK_2D = (3000, 300, 400, 200), (600, 150, 150, 100)
 #: conv masked autoencoders: channels, batch, latent sizes (gathers, maps), masked patch side (MAE's patches)
 CHANNELS_2D, BATCH_2D, LATENT_2D, PATCH_2D = (8, 16, 32), 64, (64, 32), 4
 OURS_2D = "AutoLinear (conv masked autoencoders)"
