@@ -37,8 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _bench import Table, bench_args, emit, timed  # noqa: E402
 
-from sklearn_icml.datasets import make_arena_battles  # noqa: E402
-from sklearn_icml.datasets._ranking import simulate_sampled_battles  # noqa: E402
+from sklearn_icml.datasets import make_arena_battles, simulate_sampled_battles  # noqa: E402
 from sklearn_icml.ranking import (  # noqa: E402
     ActivePairSampler,
     BradleyTerryRanker,

@@ -80,7 +80,7 @@ def binary_timing(args, peers):
         try:
             import torch
 
-            from sklearn_icml.utils._torch import resolve_device
+            from sklearn_icml.utils import resolve_device
 
             dev = resolve_device(args.device)
             pt, yt = torch.as_tensor(p, device=dev), torch.as_tensor(y, device=dev)
@@ -122,7 +122,7 @@ def top_label_timing(args, peers):
         try:
             import torch
 
-            from sklearn_icml.utils._torch import resolve_device
+            from sklearn_icml.utils import resolve_device
 
             dev = resolve_device(args.device)
             Lt = torch.as_tensor(L[:n_peer], device=dev)

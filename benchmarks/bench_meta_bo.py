@@ -565,7 +565,7 @@ def hand_loop_meta_train(tasks, *, n_features, n_hidden, n_layers, max_iter, ran
     from sklearn_icml.optimize._lfbo import _lfbo_rows
     from sklearn_icml.optimize._meta_lfbo import _init_network, _null_penalty_scales
     from sklearn_icml.optimize._meta_lfbo_net import embedding_penalty_terms
-    from sklearn_icml.utils._torch import to_numpy, to_tensor, torch_generator
+    from sklearn_icml.utils import to_numpy, to_tensor, torch_generator
 
     rng = check_random_state(random_state)
     device, tdtype = torch.device("cpu"), torch.float64

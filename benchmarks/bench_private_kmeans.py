@@ -40,7 +40,6 @@ costs are computed here with the same function for every method. ``--no-peer`` s
 """
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -129,16 +128,7 @@ def parse():
 
 def local_before_after(args, data, base_cost):
     """Table 3: the local model with the replaced-record calibration against the previous one."""
-    from unittest import mock
-
-    import sklearn_icml.privacy._sums as sums_module
-    from sklearn_icml.cluster._private_kmeans import PrivateKMeans as Est
-    from sklearn_icml.privacy._sensitivity import box_sum_sensitivity
-
-    def old_sensitivity(half, norm, model):  # the previous code: sqrt(2) ||h||_2 for local Gaussian sums
-        if norm == 2 and model == "local":
-            return max(math.sqrt(2.0) * float(np.linalg.norm(half)), np.finfo(float).tiny)
-        return box_sum_sensitivity(half, norm, model)
+    from _previous_calibration import previous_local_calibration
 
     t = Table("Local model at reported epsilon=1: cost / sklearn KMeans cost", "cost ratio", higher_is_better=False)
     for name, (X, k, bounds) in data.items():
@@ -146,8 +136,7 @@ def local_before_after(args, data, base_cost):
             after = PrivateKMeans(k, epsilon=1.0, bounds=bounds, privacy="local", random_state=seed).fit(X)
             t.add(name, "local, replaced-record sensitivity (now)", kmeans_cost(X, after.cluster_centers_)
                   / base_cost[name], ours=True)
-            with mock.patch.object(sums_module, "box_sum_sensitivity", old_sensitivity), \
-                    mock.patch.object(Est, "_sum_delta", lambda self, eps, delta: float(delta)):
+            with previous_local_calibration():
                 before = PrivateKMeans(k, epsilon=1.0, bounds=bounds, privacy="local", random_state=seed).fit(X)
             t.add(name, "local, previous calibration (spent more than reported)",
                   kmeans_cost(X, before.cluster_centers_) / base_cost[name])

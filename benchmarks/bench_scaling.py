@@ -62,7 +62,7 @@ from sklearn_icml.scaling import (  # noqa: E402
     train_adaptive,
     widen_mlp,
 )
-from sklearn_icml.utils._torch import torch_generator  # noqa: E402
+from sklearn_icml.utils import torch_generator  # noqa: E402
 
 
 def _law(C, p):

@@ -57,7 +57,7 @@ from sklearn_icml.survival import (  # noqa: E402
 )
 from sklearn_icml.survival._bags import padded_batch  # noqa: E402
 from sklearn_icml.survival._base import cox_negative_log_likelihood, cox_sort_keys  # noqa: E402
-from sklearn_icml.utils._torch import resolve_device, torch_generator  # noqa: E402
+from sklearn_icml.utils import resolve_device, torch_generator  # noqa: E402
 
 torch.set_num_threads(1)  # benchmark configuration (shared 2-core machine); the library never does this
 QUICK = "--quick" in sys.argv

@@ -323,7 +323,7 @@ def measure_cost(t, args):
     import torch
 
     from sklearn_icml.generative._wgan_training import train_wgan
-    from sklearn_icml.utils._torch import resolve_device, torch_threads
+    from sklearn_icml.utils import resolve_device, torch_threads
 
     n_iter = 10 if args.quick else 30
     device = resolve_device(args.device)

@@ -55,7 +55,7 @@ for bench in benchmarks/bench_*.py; do
   $py "$bench" --quick --device cuda "${extra[@]}" --output "$report" --results-dir "$out/results" > "$out/$(basename "$bench" .py).log" 2>&1 || {
     status=1; echo "FAILED, see $(basename "$bench" .py).log" >> "$report"; }
 done
-# S14 scheduling: n = 10,000 with B = 64 and B = 512 samples per epoch, 60 s each, against CP-SAT at 60 s, 3 seeds
+# S14 scheduling: n = 10,000 with B = 64, 512 and 2,048 samples per epoch, 60 s each, against CP-SAT at 60 s, 3 seeds
 run $py benchmarks/bench_scheduling.py --device cuda --seeds 3 --only gpu --output "$report" --results-dir "$out/results"
 # S4 DySLIM: KS at 512 points (periodic_conv, batch 1024, 12 bandwidths), L63 at time step 0.4; seconds per step CPU vs GPU
 run $py benchmarks/bench_dyslim.py --device cuda --seeds 1 --cases gpu --output "$report" --results-dir "$out/results"

@@ -8,11 +8,15 @@ real-valued hyper-parameter set to a non-finite or a 1e300 value. The verdict
 for each case: a ``ValueError``/``TypeError`` whose message names the
 estimator, the parameter or what is wrong, or a fit whose outputs are all
 finite. New estimators join the table by themselves; those whose data are not
-a 2-D float array are listed in ``NON_TABULAR`` with the reason (their own
-cases are in the second table or their family's tests).
+a 2-D float array are listed in ``NON_TABULAR`` with the reason, and get the
+parameter cases on their own demo data and the data cases of their kind of
+input (missing or self-battling competitors, impossible token ids, texts that
+are not strings, objects that are not problems, no sample, one sample).
 
 The second table holds the cases of public functions and non-tabular methods,
-each with its expected outcome.
+each with its expected outcome; the third, bad inputs by kind thrown at every
+function and method that takes that kind (battle logs, token sequences, loss
+levels, torch models, ...).
 """
 
 import copy
@@ -33,8 +37,8 @@ from ._params import fit_data, harness_classes, make_instance
 
 #: Estimators whose data are not a 2-D float array, and why.
 NON_TABULAR = {
-    "BradleyTerryRanker": "battles: competitor ids of any hashable type in columns 0-1 (bad ids: second table)",
-    "EloRater": "battles: competitor ids of any hashable type in columns 0-1 (bad ids: second table)",
+    "BradleyTerryRanker": "battles: competitor ids of any hashable type in columns 0-1",
+    "EloRater": "battles: competitor ids of any hashable type in columns 0-1",
     "InContextNGram": "integer token sequences padded with -1 (tests/language/)",
     "NGramTransformerLM": "integer token sequences padded with -1 (tests/language/)",
     "CPSATScheduler": "a StageSchedulingProblem (a DAG with node costs), not an array",
@@ -140,8 +144,8 @@ def _outputs_finite(est, X):
 
 
 def _same_data(a, b):
-    """Arrays compare by value (NaN equal to NaN); other inputs (a DAG object, a list of texts) by their pickle."""
-    if isinstance(a, np.ndarray):
+    """Arrays compare by value (NaN equal to NaN); other inputs (a DAG object, object arrays) by their pickle."""
+    if isinstance(a, np.ndarray) and a.dtype.kind != "O":  # object arrays (ids, texts): NaN ids by the pickle
         return a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
     return joblib.hash(a) == joblib.hash(b)
 
@@ -180,8 +184,11 @@ def test_estimator_bad_input_gets_a_clear_error_or_a_finite_result(name, case, p
         except AssertionError:
             raise
         except Exception as exc:  # noqa: BLE001 - the point is to look at every error
-            if case in ("one_sample", "huge_X") or param is not None:
-                _assert_clear(exc, name, extra=() if param is None else (f"'{param[0]}'", param[0]))
+            if param is not None:  # the value of one parameter is wrong: the message names that parameter
+                assert isinstance(exc, (ValueError, TypeError)), f"{name}: {type(exc).__name__}: {exc}"
+                assert param[0] in str(exc), f"{name}: {case} refused without naming {param[0]!r}: {exc}"
+            elif case in ("one_sample", "huge_X"):
+                _assert_clear(exc, name)
             elif case in ("nan_in_X", "inf_in_X"):
                 assert isinstance(exc, ValueError), f"{name}: {type(exc).__name__}: {exc}"
                 assert re.search(r"nan|inf", str(exc), re.IGNORECASE), f"{name}: {exc}"
@@ -195,6 +202,102 @@ def test_estimator_bad_input_gets_a_clear_error_or_a_finite_result(name, case, p
                         and re.search("overflow|invalid value", str(w.message))]
             assert not overflow, f"{name} returned a result after numpy warned: {overflow[:2]}"
     assert _same_data(X_fit, X_fit_before), f"{name} modified the caller's data"
+
+
+def _own_spoiled(X, y):
+    """Data cases of an estimator whose input is not a feature matrix, by its kind of input: case -> (fit X, fit y,
+    what the error must say, or None where a clear error or a fit with finite outputs are both answers)."""
+    if isinstance(X, np.ndarray) and X.dtype == object and X.ndim == 2:  # battles: ids in columns 0 and 1
+        def with_first(value):
+            bad = X.copy()
+            bad[1, 0] = value
+            return bad
+
+        self_battle = X.copy()
+        self_battle[1, 1] = self_battle[1, 0]
+        missing = r"None, NaN or infinite"
+        return {"none_id": (with_first(None), y, missing), "nan_id": (with_first(np.nan), y, missing),
+                "inf_id": (with_first(np.inf), y, missing), "self_battle": (self_battle, y, r"itself \(row\(s\) 1\b"),
+                "empty": (X[:0], y[:0], r"0 sample"), "one_battle": (X[:1], y[:1], None)}
+    if isinstance(X, np.ndarray) and X.dtype.kind in "iu":  # token sequences padded with -1
+        negative, huge, nan = X.copy(), X.copy(), X.astype(np.float64)
+        negative[0, 0], huge[0, 0], nan[0, 0] = -5, 2**40, np.nan
+        return {"negative_id": (negative, None, "negative"), "huge_id": (huge, None, "too large"),
+                "nan_id": (nan, None, "NaN"), "empty": (X[:0], None, "0 sample"), "one_sequence": (X[:1], None, None)}
+    if isinstance(X, np.ndarray) and X.ndim == 1:  # texts
+        none = X.copy()
+        none[0] = None
+        return {"none_text": (none, None, "strings"), "number_texts": (np.full(len(X), 1.5, dtype=object), None,
+                                                                      "strings"),
+                "empty": (X[:0], None, "no text"), "one_text": (X[:1], None, None)}
+    # a problem object (a DAG to schedule)
+    return {"array_not_problem": (np.ones((5, 3)), None, "StageSchedulingProblem"),
+            "empty_list": ([], None, "empty")}
+
+
+def _own_data_cases():
+    return [pytest.param(name, case, id=f"{name}-{case}") for name, _, X, y in OWN_INPUT
+            for case in _own_spoiled(X, y)]
+
+
+@pytest.mark.parametrize("name, case", _own_data_cases())
+def test_estimators_of_other_inputs_get_their_kind_of_bad_data(name, case):
+    """The data cases of the first table for the estimators whose input is not a feature matrix, spoiled the way
+    their own kind of input goes wrong (missing or self-battling competitors, impossible token ids, texts that are
+    not strings, objects that are not problems, no sample, one sample)."""
+    _, est, X, y = next(row for row in OWN_INPUT if row[0] == name)
+    X_fit, y_fit, match = _own_spoiled(X, y)[case]
+    X_before = copy.deepcopy(X_fit)
+    est = clone(est)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            est.fit(X_fit, y_fit)
+        except (ValueError, TypeError) as exc:
+            _assert_clear(exc, name)
+            if match is not None:
+                assert re.search(match, str(exc)), f"{name} {case}: {exc}"
+        else:
+            assert match is None, f"{name} accepted {case}"
+            _outputs_finite(est, X_fit)
+    assert _same_data(X_fit, X_before), f"{name} modified the caller's data"
+
+
+def _layouts(X):
+    """A valid X in other memory layouts and dtypes: case -> X."""
+    wide = np.zeros((X.shape[0], 2 * X.shape[1]))
+    wide[:, ::2] = X
+    return {"fortran_X": np.asfortranarray(X), "strided_X": wide[:, ::2], "float32_X": X.astype(np.float32)}
+
+
+_LAYOUT_CASES = ["fortran_X", "strided_X", "float32_X", "one_row_at_predict"]
+
+
+@pytest.mark.parametrize("name, case", [pytest.param(row[0], case, id=f"{row[0]}-{case}") for row in ESTIMATORS
+                                        for case in _LAYOUT_CASES])
+def test_valid_data_in_any_layout_fits_and_predicts(name, case):
+    """Not bad input: Fortran-ordered, strided (non-contiguous) and float32 X fit with finite outputs (a view taken
+    on an array of another layout, or a dtype assumed, would raise here), and a single row at prediction gives
+    the first row of the outputs on the whole X (no batch-size dependence)."""
+    _, est, X, y = next(row for row in ESTIMATORS if row[0] == name)
+    est = clone(est)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        X_fit = X if case == "one_row_at_predict" else _layouts(X)[case]
+        X_before = X_fit.copy()
+        est.fit(X_fit, y) if y is not None else est.fit(X_fit)
+        _outputs_finite(est, X_fit)
+        assert _same_data(X_fit, X_before), f"{name} modified the caller's data"
+        if case != "one_row_at_predict":
+            return
+        for method in _OUTPUT_METHODS:
+            if hasattr(est, method):
+                whole, one = np.asarray(getattr(est, method)(X)), np.asarray(getattr(est, method)(X[:1]))
+                assert one.shape == (1,) + whole.shape[1:], f"{name}.{method}: shape {one.shape} for one row"
+                if whole.dtype.kind in "fc":
+                    np.testing.assert_allclose(one, whole[:1], rtol=1e-5, atol=1e-7, err_msg=f"{name}.{method}")
+                else:
+                    np.testing.assert_array_equal(one, whole[:1], err_msg=f"{name}.{method}")
 
 
 def test_the_tables_name_existing_estimators():
@@ -417,6 +520,7 @@ def test_table_sizes():
     """The two tables: about a thousand generic cases and every case of the second table."""
     assert len(_cases()) >= 300
     assert len(TABLE) >= 50
+    assert len(_own_data_cases()) >= 4 * len(NON_TABULAR)  # every estimator of other inputs gets data cases too
 
 
 # ---- third table: bad inputs by kind, thrown at every function and method that takes that kind ---------------
@@ -712,3 +816,93 @@ def test_scores_that_overflow_say_so():
     for scale in (1e20, 1e300):
         with pytest.raises(ValueError, match="score.*overflow"):
             model.score(X * scale)
+
+
+def _battle_takers():
+    """Every public method that takes a battle log (competitor ids in columns 0 and 1): label -> (the object it is
+    called on, fresh or fitted on valid battles, and the call)."""
+    from sklearn_icml.ranking import (
+        ActivePairSampler,
+        BradleyTerryRanker,
+        EloRater,
+        RaterAnomalyDetector,
+        WinMatrixEstimator,
+    )
+
+    X, y = _battles()
+
+    def fitted(est):
+        return est.fit(X, y)
+
+    return {
+        "BradleyTerryRanker.fit": (lambda: BradleyTerryRanker(alpha=1.0), lambda o, A, b: o.fit(A, b)),
+        "EloRater.fit": (EloRater, lambda o, A, b: o.fit(A, b)),
+        "EloRater.partial_fit": (lambda: fitted(EloRater()), lambda o, A, b: o.partial_fit(A, b)),
+        "ActivePairSampler.fit": (ActivePairSampler, lambda o, A, b: o.fit(A, b)),
+        "ActivePairSampler.partial_fit": (lambda: fitted(ActivePairSampler(random_state=0)),
+                                          lambda o, A, b: o.partial_fit(A, b)),
+        "WinMatrixEstimator.fit": (WinMatrixEstimator, lambda o, A, b: o.fit(A, b)),
+        "RaterAnomalyDetector.fit": (lambda: RaterAnomalyDetector(random_state=0), lambda o, A, b: o.fit(A, b)),
+        "RaterAnomalyDetector.test": (lambda: fitted(RaterAnomalyDetector(random_state=0)),
+                                      lambda o, A, b: o.test(A, b, np.arange(len(b)))),
+    }
+
+
+def _bad_battle_logs():
+    """Battle logs spoiled by kind: kind -> (X, y, what the error must say)."""
+    X, y = _battles()
+    missing = r"None, NaN or infinite"
+    self_battle = X.copy()
+    self_battle[1] = ["newcomer", "newcomer"]  # a new competitor: a fitted object must not grow before refusing
+    return {"None id": (_battles(None)[0], y, missing + "; X holds None"),
+            "NaN id": (_battles(np.nan)[0], y, missing + "; X holds (None or NaN|nan)"),
+            "inf id": (_battles(np.inf)[0], y, missing + "; X holds inf"),
+            "self-battle": (self_battle, y, r"itself \(row\(s\) 1\b"),
+            "no battle": (X[:0], y[:0], r"no battle|0 sample|at least 2|both outcome classes")}
+
+
+@pytest.mark.parametrize("kind", list(_bad_battle_logs()))
+@pytest.mark.parametrize("taker", list(_battle_takers()))
+def test_every_taker_of_battles_refuses_bad_battle_logs(taker, kind):
+    """Missing ids, self-battles and empty logs are refused by every method that takes battles, naming the class;
+    a refused update leaves a fitted object as it was. Testing no new votes is the one documented exception (an
+    empty report with a warning)."""
+    make, call = _battle_takers()[taker]
+    X, y, match = _bad_battle_logs()[kind]
+    obj = make()
+    before, X_before = joblib.hash(obj), copy.deepcopy(X)
+    if taker == "RaterAnomalyDetector.test" and kind == "no battle":
+        with pytest.warns(UserWarning, match="no votes"):
+            assert len(call(obj, X, y)) == 0
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match=match) as info:
+            call(obj, X, y)
+    assert taker.split(".")[0] in str(info.value)
+    if taker.endswith(("partial_fit", ".test")):
+        assert joblib.hash(obj) == before, f"{taker} changed the fitted state before refusing {kind}"
+    assert _same_data(X, X_before)
+
+
+def _adamw_trainers():
+    """Every estimator that trains with AdamW's decoupled weight decay, with data it fits on."""
+    from sklearn_icml.finetune import DoRAClassifier, DoRARegressor
+    from sklearn_icml.language import NGramTransformerLM
+    from sklearn_icml.survival import PrototypeSurvival
+
+    from ._params import fit_data, make_instance
+
+    return [(make_instance(cls), fit_data(make_instance(cls)))
+            for cls in (DoRAClassifier, DoRARegressor, NGramTransformerLM, PrototypeSurvival)]
+
+
+@pytest.mark.parametrize("factor", [1.0, 2.5, 100.0])
+def test_weight_decays_that_erase_the_weights_are_refused_by_every_adamw_trainer(factor):
+    """AdamW multiplies the weights by 1 - learning_rate * weight_decay at every step: from 1 on, the weights are
+    erased or flipped (then the loss goes NaN, which used to be reported as a learning-rate problem)."""
+    for est, (X, y) in _adamw_trainers():
+        est.set_params(weight_decay=factor / est.learning_rate)
+        with pytest.raises(ValueError, match=r"weight_decay=.*learning_rate=.*weight_decay < 1 / learning_rate"):
+            est.fit(X, y)
+        assert not hasattr(est, "module_")  # refused before any training

@@ -201,17 +201,13 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         ``0`` forces Laplace noise everywhere.
     bounds : tuple (lower, upper), "data" or None, default=None
         Box containing the data: records outside it are clipped, and the
-        noise is calibrated to it. A tuple is a **public** box, scalars or
-        arrays of shape (n_features,) (finite, ``lower < upper``, within
-        +-1e150): the best utility when it is known. ``None`` releases a
-        private box with :func:`~sklearn_icml.privacy.private_bounds` on
-        ``bounds_share * epsilon`` (in the ledger and ``epsilon_spent_``;
-        central model only); its edges are grid points, never data values,
-        and the few records in sparse tails beyond it are clipped.
-        ``"data"`` reads the box from the data's minimum and maximum and
-        publishes it in ``bounds_``, which no privacy guarantee covers: it
-        warns with :class:`~sklearn_icml.privacy.PrivacyLeakWarning` on every
-        fit and :meth:`partial_fit` step.
+        noise is calibrated to it. A tuple is a **public** box (scalars or
+        arrays of shape (n_features,)), the best utility when it is known.
+        ``None`` releases a private box
+        (:func:`~sklearn_icml.privacy.private_bounds`, on ``bounds_share *
+        epsilon``; central model only). ``"data"`` reads the data's range,
+        which no privacy guarantee covers, and warns with
+        :class:`~sklearn_icml.privacy.PrivacyLeakWarning`.
     bounds_share : float, default=0.1
         Share of ``epsilon`` spent on the private box when ``bounds=None``
         (ignored otherwise); the fit spends the rest.
@@ -225,23 +221,16 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         ``"lloyd"``: DP-Lloyd (random start in the box, then ``max_iter``
         rounds of noisy counts and sums).
     n_components : int or "auto", default="auto"
-        Dimension of the random projection; ``"auto"`` keeps the data's
-        dimension up to 3 features and beyond projects to
-        ``min(d, max(4, floor(b / 3)))`` dimensions with
-        ``b = log2(n * max(1, epsilon / 10))`` (4 at moderate budgets, more
-        as ``n * epsilon`` allows), ``n`` the noisy dataset size.
+        Dimension of the random projection; ``"auto"`` keeps up to 3
+        features and beyond projects to 4 or more dimensions as ``n *
+        epsilon`` allows (the rule is in the User Guide).
     n_levels : int or "auto", default="auto"
-        Depth of the quadtree; ``"auto"`` uses
-        ``clip(round(b / n_components) + 1, 2, 62 // n_components)``: the
-        depth at which a cell of uniformly spread records holds about as
-        many records as its noise, so the tree refines as epsilon grows and
-        the fit approaches the non-private k-means.
+        Depth of the quadtree; ``"auto"``: the depth at which a cell of
+        uniformly spread records holds about as many records as its noise.
     threshold_factor : float, default=1.5
         A cell is expanded when its noisy count exceeds
-        ``threshold_factor * (noise scale) * ln(n)`` (central model) or
-        ``sqrt(2 * threshold_factor * ln(n))`` noise standard deviations
-        (local model), so an empty cell is expanded with probability about
-        ``n**-threshold_factor``.
+        ``threshold_factor * (noise scale) * ln(n)`` (central model; in noise
+        standard deviations in the local model).
     max_centers_factor : float, default=4.0
         The greedy's threshold is the smallest giving at most
         ``max_centers_factor * n_clusters`` bicriteria centres.
@@ -255,18 +244,15 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
     max_steps : int, default=32
         Number of :meth:`partial_fit` steps the stream's budget covers.
     n_repeats : int, default=1
-        The paper's boosting step: run the pipeline ``n_repeats`` times,
-        each on ``0.9 * epsilon / n_repeats``, and choose one run by the
-        exponential mechanism on the k-means costs (the remaining
-        ``0.1 * epsilon``). Central model and :meth:`fit` only.
+        The paper's boosting step: run the pipeline ``n_repeats`` times on
+        ``0.9 * epsilon / n_repeats`` each and choose one run by the
+        exponential mechanism on ``0.1 * epsilon`` (central :meth:`fit`).
     n_init : int, default=10
         Restarts of the non-private weighted k-means that reduces the
         bicriteria centres to ``n_clusters`` (post-processing).
-    device : {"cpu", "auto", "cuda"}, default="cpu"
-        Where the ``O(n_samples * n_cells)`` and ``O(n_samples *
-        n_clusters)`` steps run (cell counting, local-model count estimation,
-        assignments) in :meth:`fit`. The noise is always drawn on the CPU
-        from ``random_state``, so fits agree across devices.
+    device : {"cpu", "auto", "cuda"}, "cuda:<index>" or torch.device, default="cpu"
+        Where the counting and assignment steps of :meth:`fit` run. The
+        noise is drawn on the CPU, so fits agree across devices.
     random_state : int, RandomState instance or None, default=None
         Seeds the projection, the noise and the clean-up k-means.
     verbose : int, default=0
@@ -278,13 +264,10 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
         Private centres, sorted by decreasing noisy cluster size.
     labels_ : ndarray of shape (n_samples,)
         Nearest centre of each training record (of the last batch for
-        :meth:`partial_fit`). Computed from the private data: not a private
-        release.
+        :meth:`partial_fit`); not private.
     inertia_ : float
-        k-means cost of the training records (last batch for
-        :meth:`partial_fit`) on the centres; not private either. ``inf``
-        when the cost exceeds the float64 range (records far outside the box,
-        see Notes).
+        k-means cost of the training records on the centres; not private
+        (``inf`` beyond the float64 range).
     cluster_sizes_ : ndarray of shape (n_clusters,)
         Noisy cluster sizes (private).
     n_iter_ : int
@@ -301,9 +284,8 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
     n_levels_ : int
         Depth of the quadtree (0 for DP-Lloyd).
     histogram_ : QuadtreeHistogram or None
-        The released tree (private), in the projected space: a record ``x``
-        sits at ``((x - c) / ||h||) @ projection_`` with ``c`` the centre and
-        ``h`` the half-widths of ``bounds_``. None for DP-Lloyd.
+        The released tree (private), in the projected space. None for
+        DP-Lloyd.
     mp_centers_ : ndarray of shape (n_mp_centers, `n_components_`)
         The greedy's bicriteria centres in the projected space.
     projected_centers_ : ndarray of shape (n_clusters, `n_components_`)
@@ -337,96 +319,27 @@ class PrivateKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMi
 
     Notes
     -----
-    Privacy: neighbouring datasets differ by one record added or removed
-    (unbounded DP; replacing a record costs twice). The central fit is
-    ``(epsilon, delta)``-DP: with ``bounds=None`` first a private box on
-    ``bounds_share`` of ``epsilon`` (pure DP), then on the rest a pure-DP
-    tree (with a 5% share spent on the noisy dataset size that sets the
-    depth and the threshold), Laplace
-    cluster counts and Gaussian cluster sums (Laplace, pure DP, when
-    ``delta=0``), composed by basic composition so that ``epsilon_spent_ ==
-    epsilon``. ``labels_`` and ``inertia_`` are computed from the raw data for
-    convenience and are not private; publish ``cluster_centers_``.
-    ``n_clusters`` larger than the number of records is served (the padding
-    centres come from the released tree or data-independent points): refusing
-    would reveal the dataset's size, which is private.
-    Tuning on private data (``GridSearchCV``) spends ``epsilon`` on every fit
-    and leaks through the selection: tune on public or synthetic data, or
-    account for every fit with :class:`~sklearn_icml.privacy.Accountant`.
+    Neighbouring datasets differ by one record added or removed. The central
+    fit is ``(epsilon, delta)``-DP by basic composition of its releases (the
+    private box, the noisy size, the tree, the cluster counts and sums), so
+    ``epsilon_spent_ <= epsilon`` exactly. ``labels_`` and ``inertia_`` are
+    computed from the raw data and are not private: publish
+    ``cluster_centers_``. Tuning on private data (``GridSearchCV``) spends
+    ``epsilon`` on every fit: tune on public data, or account for every fit
+    with :class:`~sklearn_icml.privacy.Accountant`.
 
-    Records of any finite magnitude. Clipping to the box is part of the
-    mechanism: with public ``bounds``, a record far outside it (1e300, say)
-    is moved to the box's boundary and the fit is the private fit of the
-    clipped data. Refusing such records instead would itself be a release that
-    depends on the private data (whether some record lies far out), outside
-    the privacy budget, so :meth:`fit` does not. The box itself must keep
-    squared distances and noise scales finite in float64: declared bounds
-    beyond +-1e150 are refused, and so is ``bounds="data"`` when the data's
-    range reaches that far (that box would come from the data anyway); the
-    private box lies within +-2**498 by construction. The
-    post-processing methods see the raw records: :meth:`transform` and
-    :meth:`predict` compare a record whose squares would overflow with the
-    centres after dividing both by a power of two (exact), so distances and
-    labels are correct and finite for every record whose distance to a
-    centre is finite in float64 (beyond, ``transform`` raises a
-    ``ValueError``). A k-means cost beyond float64's range makes
-    :meth:`score` raise a ``ValueError``; ``inertia_``, a convenience
-    computed after the private fit, is then ``inf``.
+    Clipping to the box is part of the mechanism: records of any finite
+    magnitude are accepted (refusing far-out records would be a release
+    outside the budget). Declared bounds beyond +-1e150 are refused;
+    :meth:`transform`, :meth:`predict` and :meth:`score` stay exact for
+    records whose squares overflow, and raise a ``ValueError`` when a
+    distance or cost leaves the float64 range.
 
-    Additive error of each model (the multiplicative factor is a constant,
-    near the non-private one in practice; shapes, not constants): central
-    ``O(poly(k) * sqrt(d) * polylog(n) / epsilon)`` times the squared radius
-    of the box; local ``O(sqrt(n))`` times the same; continual observation
-    pays ``polylog(max_steps)`` more than central.
-
-    Assumptions. Only the paper's abstract, introduction and a third-party
-    summary could be read, and the paper (theory, no code, no experiments)
-    leaves the constants free, so these choices are ours, calibrated on
-    blobs and the digits: the ball value is ``noisy count * r**2`` with ``r``
-    the half-diagonal of a quadtree cell; a cell's Mettu-Plaxton radius for
-    threshold ``t`` is ``sqrt(t / noisy count)`` and each root-to-leaf path
-    offers its deepest cell whose value reaches ``t``; the greedy keeps a
-    candidate unless a kept centre lies within ``2 * max(r, r')``; a cell sits
-    at the noisy centre of mass of its released children; ``t`` is scanned
-    over 60 geometric values and the smallest giving at most
-    ``max_centers_factor * n_clusters`` centres is kept; bicriteria centres
-    are weighted by the noisy counts of the finest heavy cells nearest to them
-    and reduced by scikit-learn's weighted ``KMeans``; the projection is
-    Gaussian to 4 dimensions (in the project's prototype calibration 2 or 3
-    merged clusters and 5 made the grid too sparse at epsilon=1; more
-    dimensions and levels as the budget grows, see ``n_components`` and
-    ``n_levels``); the lift assigns each record to its nearest projected
-    centre. Boosting (``n_repeats``) chooses among whole runs with the
-    exponential mechanism on the exact k-means cost of the clipped data,
-    whose sensitivity is the squared diameter of the box (a record and a
-    centre both lie in it), with utilities monotone in the data. The local
-    model's frequency oracle is optimised local
-    hashing with each record reporting one random level, then every record
-    randomises its own cluster contribution (two rounds); continual
-    observation supports insertions only, one batch per step, and the first
-    batch's noisy size sets the depth.
-
-    Dask collections (the ``distributed`` extra): :meth:`fit` and
-    :meth:`partial_fit` take a ``dask.array.Array`` or
-    ``dask.dataframe.DataFrame`` in the central model. The trust model is the
-    central one with the cluster as the curator: the workers see raw records.
-    Each block computes exact totals (the dataset size, the counts of each
-    level's candidate cells, the per-cluster counts and sums, the boosting
-    costs); the totals are added up on the workers and the noise is drawn
-    **once**, on the client, from ``random_state``, in the same order as in
-    memory. So the releases, ``cluster_sizes_``, the tree and
-    ``privacy_ledger_`` are those of the in-memory fit on the same data and
-    seed, and so are the centres of :meth:`fit`, bit for bit, whatever the
-    chunking: the per-cluster sums, and the per-cell sums of the
-    :meth:`partial_fit` stream, are summed exactly (fixed-point pieces,
-    rounded once at the end) in memory and per block alike. A fit reads the data once per quadtree level (each level's
-    candidates follow from the noisy counts of the level above), once for the
-    cluster totals and once for ``inertia_`` (shared with the boosting costs),
-    plus once for the size when it is not known from the chunks;
-    ``labels_`` is then a lazy Dask array (compute it, or call
-    :meth:`predict`). :meth:`partial_fit` on a Dask collection adds the whole
-    collection as one step, as an in-memory batch would. See
-    :ref:`scaling_out`.
+    On a Dask collection (central model) the blocks compute exact totals and
+    the noise is drawn once on the client, so the fit is the in-memory fit,
+    bit for bit, whatever the chunking. The paper leaves its constants free:
+    the choices made here, the error of each privacy model and the Dask
+    passes are described in the :ref:`User Guide <private_kmeans>`.
 
     References
     ----------

@@ -15,9 +15,9 @@ from ._survival import make_multimodal_survival  # noqa: E402
 
 __all__ += ["make_multimodal_survival"]
 
-from ._ranking import make_arena_battles  # noqa: E402
+from ._ranking import make_arena_battles, simulate_sampled_battles  # noqa: E402
 
-__all__ += ["make_arena_battles"]
+__all__ += ["make_arena_battles", "simulate_sampled_battles"]
 
 from ._correlation import make_planted_partition, make_vertex_stream  # noqa: E402
 

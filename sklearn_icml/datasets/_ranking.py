@@ -5,9 +5,9 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ..utils._sklearn_private import Interval, validate_params
+from ..utils._sklearn_private import HasMethods, Interval, validate_params
 
-__all__ = ["make_arena_battles"]
+__all__ = ["make_arena_battles", "simulate_sampled_battles"]
 
 
 @validate_params(
@@ -110,13 +110,41 @@ def make_arena_battles(n_battles=2000, n_competitors=10, *, tie_proba=0.1, n_cov
     return X, y
 
 
+@validate_params(
+    {
+        "sampler": [HasMethods(["sample", "partial_fit"])],
+        "scores": ["array-like"],
+        "n_battles": [Interval(Integral, 1, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
 def simulate_sampled_battles(sampler, scores, n_battles, *, batch_size=100, random_state=None):
-    """Battles drawn by a fitted ``ActivePairSampler`` in batches, decided by Bradley-Terry with ``scores``.
+    """Battles chosen by an active pair sampler, decided by Bradley-Terry with true ``scores``.
 
-    After each batch the sampler learns its votes (``partial_fit``), so the
-    pairs of later batches follow its updated probabilities; the sampler's
-    items must be the integer codes ``0..len(scores)-1``. Used by the tests
-    and the benchmark of active sampling.
+    The sampler draws ``batch_size`` pairs at a time and learns the outcomes
+    (``partial_fit``) before the next batch, so later pairs follow its
+    updated probabilities, as in an arena that samples actively. The first
+    competitor of a pair wins with probability
+    ``1 / (1 + exp(-(scores[i] - scores[j])))``. The probabilities the pairs
+    were drawn with are returned for the estimators that reweight by them
+    (``sampling_proba``).
+
+    Parameters
+    ----------
+    sampler : fitted ActivePairSampler or object with ``sample`` and ``partial_fit``
+        Its items must be the integer codes ``0..len(scores) - 1``; it is
+        updated in place.
+    scores : array-like of shape (n_competitors,)
+        True Bradley-Terry scores of the competitors.
+    n_battles : int
+        Number of battles; the last batch is smaller when ``batch_size`` does
+        not divide it.
+    batch_size : int, default=100
+        Pairs drawn between two updates of the sampler.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the outcomes (the sampler draws the pairs from its own).
 
     Returns
     -------
@@ -125,15 +153,31 @@ def simulate_sampled_battles(sampler, scores, n_battles, *, batch_size=100, rand
     y : ndarray of shape (n_battles,)
         1 where the first competitor won, else 0.
     proba : ndarray of shape (n_battles,)
-        Probability with which each battle's pair was drawn, at the time it was drawn.
+        Probability with which each battle's pair was drawn, at the time it
+        was drawn.
+
+    See Also
+    --------
+    make_arena_battles : Battles of pairs drawn without a sampler.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_icml.datasets import simulate_sampled_battles
+    >>> from sklearn_icml.ranking import ActivePairSampler
+    >>> sampler = ActivePairSampler(items=np.arange(4), random_state=0).fit()
+    >>> X, y, proba = simulate_sampled_battles(sampler, [1.0, 0.5, 0.0, -0.5], 250, random_state=0)
+    >>> X.shape, y.shape, bool(np.all((proba > 0) & (proba <= 1)))
+    ((250, 2), (250,), True)
     """
     rng = check_random_state(random_state)
     scores = np.asarray(scores, dtype=np.float64)
     Xs, ys, ps = [], [], []
-    for _ in range(n_battles // batch_size):
-        X, p = sampler.sample(batch_size)
+    sizes = [batch_size] * (n_battles // batch_size) + ([n_battles % batch_size] if n_battles % batch_size else [])
+    for size in sizes:
+        X, p = sampler.sample(size)
         X = X.astype(int)
-        y = (rng.rand(batch_size) < 1 / (1 + np.exp(-(scores[X[:, 0]] - scores[X[:, 1]])))).astype(int)
+        y = (rng.rand(size) < 1 / (1 + np.exp(-(scores[X[:, 0]] - scores[X[:, 1]])))).astype(int)
         sampler.partial_fit(X, y)
         Xs.append(X), ys.append(y), ps.append(p)
     return np.vstack(Xs), np.concatenate(ys), np.concatenate(ps)

@@ -234,7 +234,7 @@ class DySLIMRegressor(RegressorMixin, TorchEstimatorMixin, BaseEstimator):
         alone keeps the long-run gains on noisy data.
     lambda_cond : float, default=1.0
         Weight of the conditional measure term ``C`` (in regression mode, of
-        ``D(predictions, targets)``).
+        ``D(predictions, targets)``); at most 1e6, as ``lambda_uncond``.
     measure : {"mmd", "sinkhorn"}, default="mmd"
         ``D``: squared MMD (:func:`~sklearn_icml.metrics.mmd2`) or the
         Sinkhorn divergence (:func:`~sklearn_icml.metrics.sinkhorn_divergence`,
@@ -452,8 +452,9 @@ class DySLIMRegressor(RegressorMixin, TorchEstimatorMixin, BaseEstimator):
         "n_rollout_steps": [Interval(Integral, 1, None, closed="left")],
         "rollout_weighting": [StrOptions({"geometric", "inverse_sqrt", "inverse_squared", "none"})],
         "rollout_decay": [Interval(Real, 0, 1, closed="right")],
-        "lambda_uncond": [Interval(Real, 0, None, closed="left")],
-        "lambda_cond": [Interval(Real, 0, None, closed="left")],
+        # loss weights, at most 1e6 as the house's penalty weights (the loss is float32: 1e300 overflows it)
+        "lambda_uncond": [Interval(Real, 0, 1e6, closed="both")],
+        "lambda_cond": [Interval(Real, 0, 1e6, closed="both")],
         "measure": [StrOptions({"mmd", "sinkhorn"})],
         "mmd_bandwidths": [tuple, list],
         "pushforward": ["boolean"],

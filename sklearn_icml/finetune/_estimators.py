@@ -21,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..utils._sklearn_private import HasMethods, Interval, StrOptions, _fit_context
 from ..utils._torch import as_numpy, to_numpy, to_tensor, torch_generator, torch_seed
 from ..utils._torch_base import TorchEstimatorMixin
+from ..utils._validation import check_decoupled_weight_decay
 
 __all__ = ["DoRAClassifier", "DoRARegressor"]
 
@@ -127,7 +128,8 @@ class _DoRAEstimator(TorchEstimatorMixin, BaseEstimator):
                                      alpha=self.lora_alpha, dropout=self.dropout, use_rslora=self.use_rslora,
                                      norm=self.norm, freeze=True, random_state=generator_seed)
         except (ValueError, TypeError) as exc:
-            raise type(exc)(f"{name}: {exc}") from exc
+            where = f" (the adapters' alpha is lora_alpha={self.lora_alpha!r})" if "alpha=" in str(exc) else ""
+            raise type(exc)(f"{name}: {exc}{where}") from exc
         if self.train_head and head not in adapted:
             for p in module.get_submodule(head).parameters():
                 p.requires_grad_(True)
@@ -278,7 +280,8 @@ _COMMON_PARAMETERS = """
     learning_rate : float, default=1e-3
         AdamW step size.
     weight_decay : float, default=0.0
-        AdamW decoupled weight decay.
+        AdamW decoupled weight decay; ``learning_rate * weight_decay`` must
+        be below 1 (each step multiplies the weights by one minus it).
     batch_size : int, default=64
         Mini-batch size (capped at the number of samples).
     max_iter : int, default=100
@@ -427,6 +430,7 @@ class DoRAClassifier(ClassifierMixin, _DoRAEstimator):
         """
         import torch
 
+        check_decoupled_weight_decay(type(self).__name__, self.learning_rate, self.weight_decay)
         with self._torch_fit_context() as ctx:
             X, y = validate_data(self, as_numpy(X), as_numpy(y), dtype=[np.float64, np.float32])
             check_classification_targets(y)
@@ -575,6 +579,7 @@ class DoRARegressor(RegressorMixin, _DoRAEstimator):
         """
         import torch
 
+        check_decoupled_weight_decay(type(self).__name__, self.learning_rate, self.weight_decay)
         with self._torch_fit_context() as ctx:
             X, y = validate_data(self, as_numpy(X), as_numpy(y), dtype=[np.float64, np.float32], multi_output=True,
                                  y_numeric=True)

@@ -59,6 +59,18 @@ class InContextNGram(NextTokenPredictorMixin, TorchEstimatorMixin, BaseEstimator
         Positions per mini-batch of the learned smoother.
     learning_rate : float, default=1e-3
         Adam learning rate of the learned smoother.
+    early_stopping : bool, default=False
+        Hold out ``validation_fraction`` of the scored positions and stop the
+        learned smoother's training when their cross-entropy has not
+        decreased by at least ``tol`` for more than ``n_iter_no_change``
+        epochs (the smoother of the best epoch is kept); otherwise stop on
+        the training loss by the same rule (scikit-learn's MLP rules).
+    validation_fraction : float in (0, 1), default=0.1
+        Share of the scored positions held out for early stopping.
+    n_iter_no_change : int >= 1, default=10
+        Epochs without an improvement of at least ``tol`` tolerated.
+    tol : float >= 0, default=1e-4
+        Minimal decrease of the monitored loss that counts as an improvement.
     separator : int, default=18
         Token id joining the strings of a sequence.
     vocab_size : int, default=None
@@ -79,6 +91,11 @@ class InContextNGram(NextTokenPredictorMixin, TorchEstimatorMixin, BaseEstimator
         The learned smoother (on the CPU), or None.
     loss_curve_ : list of float
         Training loss per epoch of the learned smoother (empty without one).
+    validation_scores_ : list of float or None
+        Held-out cross-entropy per epoch with ``early_stopping`` (lower is
+        better); None otherwise or without a learned smoother.
+    best_validation_score_ : float or None
+        Its smallest value, that of the smoother kept.
     n_iter_ : int
         Epochs run (0 without a learned smoother).
     device_ : str
@@ -133,8 +150,9 @@ class InContextNGram(NextTokenPredictorMixin, TorchEstimatorMixin, BaseEstimator
     }
 
     def __init__(self, order=3, *, backoff="katz", add_k=0.0, smoothing="none", hidden_layer_sizes=(256,),
-                 max_iter=20, batch_size=4096, learning_rate=1e-3, separator=18, vocab_size=None, device="cpu",
-                 random_state=None, verbose=0):
+                 max_iter=20, batch_size=4096, learning_rate=1e-3, early_stopping=False, validation_fraction=0.1,
+                 n_iter_no_change=10, tol=1e-4, separator=18, vocab_size=None, device="cpu", random_state=None,
+                 verbose=0):
         self.order = order
         self.backoff = backoff
         self.add_k = add_k
@@ -143,6 +161,10 @@ class InContextNGram(NextTokenPredictorMixin, TorchEstimatorMixin, BaseEstimator
         self.max_iter = max_iter
         self.batch_size = batch_size
         self.learning_rate = learning_rate
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
         self.separator = separator
         self.vocab_size = vocab_size
         self.device = device
@@ -171,6 +193,7 @@ class InContextNGram(NextTokenPredictorMixin, TorchEstimatorMixin, BaseEstimator
                 raise ValueError(f"InContextNGram: hidden_layer_sizes must hold positive ints; got {sizes!r}.")
             X = self._validate_fit(X)
             self.smoother_, self.loss_curve_, self.n_iter_ = None, [], 0
+            self.validation_scores_ = self.best_validation_score_ = None
             if self.smoothing == "learned":
                 self._fit_smoother(X, sizes, ctx)
         return self
@@ -186,10 +209,13 @@ class InContextNGram(NextTokenPredictorMixin, TorchEstimatorMixin, BaseEstimator
         net = _smoothing_net(features.shape[1], sizes, self.vocab_size_, ctx.generator)
         result = fit_module(net, features, targets, loss=self._smoother_loss, max_iter=self.max_iter,
                             batch_size=self.batch_size, learning_rate=self.learning_rate, optimizer="adam",
-                            device=ctx.device, random_state=self.random_state, verbose=self.verbose,
-                            name="InContextNGram")
+                            early_stopping=self.early_stopping, validation_fraction=self.validation_fraction,
+                            n_iter_no_change=self.n_iter_no_change, tol=self.tol, device=ctx.device,
+                            random_state=self.random_state, verbose=self.verbose, name="InContextNGram")
         self.smoother_ = result.module
         self.loss_curve_ = list(result.loss_curve)
+        self.validation_scores_ = result.validation_scores
+        self.best_validation_score_ = result.best_validation_score
         self.n_iter_ = result.n_iter
 
     def _smoother_loss(self, logits, target):

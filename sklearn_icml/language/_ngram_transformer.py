@@ -9,6 +9,7 @@ from ..utils._docstrings import fill_doc
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import to_numpy, to_tensor
 from ..utils._torch_base import TorchEstimatorMixin
+from ..utils._validation import check_decoupled_weight_decay
 from ._base import NextTokenPredictorMixin
 from ._counts import head_histograms
 from ._sequences import next_token_targets, scored_positions
@@ -60,7 +61,8 @@ class NGramTransformerLM(NextTokenPredictorMixin, TorchEstimatorMixin, BaseEstim
     learning_rate : float, default=1e-3
         AdamW learning rate.
     weight_decay : float, default=0.01
-        AdamW weight decay.
+        AdamW weight decay; ``learning_rate * weight_decay`` must be below 1
+        (each step multiplies the weights by one minus it).
     batch_size : int, default=16
         Sequences per optimiser step.
     max_iter : int, default=10
@@ -205,6 +207,7 @@ class NGramTransformerLM(NextTokenPredictorMixin, TorchEstimatorMixin, BaseEstim
         from ..utils._training import fit_module
         from ._modules import NGramTransformer, build_seeded
 
+        check_decoupled_weight_decay(type(self).__name__, self.learning_rate, self.weight_decay)
         with self._torch_fit_context() as ctx:
             orders = self._check_params()
             X = self._check_length(self._validate_fit(X))

@@ -121,8 +121,10 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
         ``gamma=0.5``).
     linkage : {"average", "complete", "single", "weighted"}, default="average"
         Linkage of the hierarchical clustering (scipy).
-    distance : {"l2", "cosine"}, default="l2"
-        Distance between canonical unit vectors.
+    distance : {"cosine", "l2"}, default="cosine"
+        Distance between canonical unit vectors ``[w, b]``: ``"cosine"``
+        compares their directions only, ``"l2"`` (the official code's) also
+        their norms.
     prune : bool, default=True
         After the polish, remove the unit whose removal costs least, one at a
         time, while the re-fitted training loss stays at or below the best
@@ -232,6 +234,14 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
       rule (units, ``gamma=0.5``) a teacher unit's cluster holds about
       ``rho * N`` members and splits into sub-clusters that each pass the
       threshold, which over-counts the width.
+    * ``distance="cosine"`` is the default (the official code uses the
+      Euclidean distance): near-zero-loss students often hold a teacher unit
+      as two units pointing the same way at different scales (together they
+      imitate the teacher's unit); the Euclidean distance, which also
+      compares norms, can then split that teacher unit's cluster in two and
+      leave another teacher unit in no kept cluster, as seen on deep
+      teachers. The collapse and the fine-tunes that follow absorb the
+      scale.
     * The pruning step is ours: on several teachers clustering alone left a
       spurious unit or two; the pruning stops as soon as removing a unit would
       fit worse than the best student.
@@ -250,6 +260,13 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
       where a teacher unit with a small outgoing weight is still learned by
       only some students and is lost to the clustering. The polish takes the
       students to 1e-7 or below at the cost of about 1000 more passes.
+
+    There is no early stopping and no ``validation_scores_``: the students
+    and the fine-tunes run their whole step budgets (``student_max_iter``,
+    ``finetune_max_iter``) on all probes, because the clustering needs
+    students that interpolate the teacher's outputs, and holding probes out
+    or stopping on a plateau leaves them short of it. The budgets are the
+    knobs; ``loss_curve_`` and ``student_losses_`` show where they ended.
 
     The returned network never fits the probes worse than ``fallback_ratio``
     times the best student without a warning. When no cluster of a layer
@@ -306,7 +323,7 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
     }
 
     def __init__(self, n_hidden_layers=1, *, activation="tanh", n_students=10, student_width=None, gamma=0.8,
-                 beta=np.pi / 6, count="students", linkage="average", distance="l2", prune=True,
+                 beta=np.pi / 6, count="students", linkage="average", distance="cosine", prune=True,
                  fallback_ratio=2.0, student_max_iter=3000, student_lr=1e-2, student_polish_max_iter=1000,
                  finetune_max_iter=1500, finetune_lr=1e-3, polish="lbfgs", batch_size=None, device="cpu",
                  random_state=None, verbose=0):
@@ -540,8 +557,8 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
                 f"units that carry output are in no kept cluster)"
                 for layer, (kept, n_out, width) in enumerate(missed) if n_out]
         where = ("not recovered: " + ", ".join(lost) if lost else
-                 "every unit of the best students that carries output is in a kept cluster, so a unit was lost in "
-                 "the collapse or the fine-tunes")
+                 "not recovered, although every unit of the best students that carries output is in a kept "
+                 "cluster (a unit was lost in the collapse or the fine-tunes)")
         warnings.warn(f"{type(self).__name__}: the rebuilt network (hidden widths {self.hidden_layer_sizes_}) fits "
                       f"the probes worse than the best student (training MSE {self.loss_:.3g} against {best:.3g}, "
                       f"more than fallback_ratio={self.fallback_ratio:g} times), so the teacher was {where}. The "

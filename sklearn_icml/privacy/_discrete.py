@@ -51,6 +51,7 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.utils import check_random_state
 
+from ..utils._docstrings import fill_doc
 from ..utils._sklearn_private import Interval, validate_params
 from ._hashing import hashed_bits
 from ._validation import EPSILON, POSITIVE, check_finite
@@ -468,6 +469,7 @@ def rounding_slack(grid, n_rounded, integer, norm):
      "integer": ["boolean"]},
     prefer_skip_nested_validation=True,
 )
+@fill_doc
 def grid_laplace(sensitivity, epsilon, *, n_rounded, integer=False):
     """Laplace noise that makes a release of L1 ``sensitivity`` ``epsilon``-DP on its grid.
 
@@ -477,12 +479,7 @@ def grid_laplace(sensitivity, epsilon, *, n_rounded, integer=False):
         L1 sensitivity of the exact query.
     epsilon : float
         Budget.
-    n_rounded : int
-        Most coordinates one record changes (each gains up to one grid step
-        when rounded to the grid).
-    integer : bool, default=False
-        Whether the query is integer-valued (no rounding slack while the
-        grid step is at most 1).
+    {{grid_rounding_parameters}}
 
     Returns
     -------

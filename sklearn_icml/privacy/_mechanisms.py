@@ -30,6 +30,7 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr
 
+from ..utils._docstrings import fill_doc
 from ..utils._sklearn_private import Interval, validate_params
 from ._discrete import (
     DELTA_MARGIN,
@@ -64,6 +65,7 @@ _MAX_COUNT = 2 ** 62
      "random_state": ["random_state"]},
     prefer_skip_nested_validation=True,
 )
+@fill_doc
 def laplace_mechanism(value, *, sensitivity, epsilon, random_state=None):
     """Release ``value`` with Laplace noise of scale ``sensitivity / epsilon``.
 
@@ -77,10 +79,7 @@ def laplace_mechanism(value, *, sensitivity, epsilon, random_state=None):
         one record is added or removed.
     epsilon : float
         Privacy budget of the release.
-    random_state : int, RandomState instance or None, default=None
-        Source of the noise: None draws it from the operating system's
-        cryptographic generator; an int or a ``RandomState`` reproduces it
-        (for testing: the noise of a known seed protects nothing).
+    {{noise_random_state}}
 
     Returns
     -------
@@ -111,6 +110,7 @@ def laplace_mechanism(value, *, sensitivity, epsilon, random_state=None):
      "epsilon": EPSILON, "random_state": ["random_state"]},
     prefer_skip_nested_validation=True,
 )
+@fill_doc
 def geometric_mechanism(value, *, sensitivity=1, epsilon, random_state=None):
     """Release integer counts with two-sided geometric noise.
 
@@ -130,10 +130,7 @@ def geometric_mechanism(value, *, sensitivity=1, epsilon, random_state=None):
         added or removed).
     epsilon : float
         Privacy budget of the release.
-    random_state : int, RandomState instance or None, default=None
-        Source of the noise: None draws it from the operating system's
-        cryptographic generator; an int or a ``RandomState`` reproduces it
-        (for testing).
+    {{noise_random_state}}
 
     Returns
     -------
@@ -259,6 +256,7 @@ def gaussian_noise_scale(epsilon, delta, sensitivity=1.0):
      "random_state": ["random_state"]},
     prefer_skip_nested_validation=True,
 )
+@fill_doc
 def gaussian_mechanism(value, *, sensitivity, epsilon, delta, random_state=None):
     """Release ``value`` with analytic-Gaussian noise.
 
@@ -273,10 +271,7 @@ def gaussian_mechanism(value, *, sensitivity, epsilon, delta, random_state=None)
         Privacy parameter epsilon.
     delta : float
         Privacy parameter delta, in (0, 1).
-    random_state : int, RandomState instance or None, default=None
-        Source of the noise: None draws it from the operating system's
-        cryptographic generator; an int or a ``RandomState`` reproduces it
-        (for testing).
+    {{noise_random_state}}
 
     Returns
     -------
@@ -302,6 +297,7 @@ def gaussian_mechanism(value, *, sensitivity, epsilon, delta, random_state=None)
     return noisy if noisy.ndim else float(noisy)
 
 
+@fill_doc
 def grid_gaussian(sensitivity, epsilon, delta, *, n_rounded, integer=False):
     """Discrete Gaussian noise that makes a release of L2 ``sensitivity`` ``(epsilon, delta)``-DP on its grid.
 
@@ -319,12 +315,7 @@ def grid_gaussian(sensitivity, epsilon, delta, *, n_rounded, integer=False):
         L2 sensitivity of the exact query.
     epsilon, delta : float
         Budget.
-    n_rounded : int
-        Most coordinates one record changes (each gains up to one grid step
-        when rounded to the grid).
-    integer : bool, default=False
-        Whether the query is integer-valued (no rounding slack while the
-        grid step is at most 1).
+    {{grid_rounding_parameters}}
 
     Returns
     -------

@@ -4,6 +4,7 @@ from numbers import Integral
 
 import numpy as np
 
+from ..utils._docstrings import fill_doc
 from ..utils._sklearn_private import Interval, StrOptions, validate_params
 from ._accounting import ledger_entry
 from ._discrete import (
@@ -27,6 +28,7 @@ __all__ = ["noisy_group_sums"]
      "model": [StrOptions({"central", "local"})], "random_state": ["random_state"]},
     prefer_skip_nested_validation=True,
 )
+@fill_doc
 def noisy_group_sums(X, groups, n_groups, *, bounds, epsilon_count, epsilon_sum, delta=0.0, model="central",
                      random_state=None):
     """Differentially private size and sum of every group of records.
@@ -76,10 +78,7 @@ def noisy_group_sums(X, groups, n_groups, *, bounds, epsilon_count, epsilon_sum,
         Delta of the sums; 0 gives pure DP with Laplace noise.
     model : {"central", "local"}, default="central"
         Who adds the noise: the curator, or every record itself.
-    random_state : int, RandomState instance or None, default=None
-        Source of the noise: None draws it from the operating system's
-        cryptographic generator; an int or a ``RandomState`` reproduces it
-        (for testing).
+    {{noise_random_state}}
 
     Returns
     -------

@@ -12,6 +12,7 @@ from ..utils._torch import as_numpy
 from ._battles import (
     DEFAULT_TIE_LABELS,
     as_battle_array,
+    check_distinct,
     check_ids,
     encode_ids,
     factorize,
@@ -236,22 +237,26 @@ class ActivePairSampler:
         if y is None:
             raise ValueError(f"{name}: the outcomes y of the battles are required.")
         ids, y = _battle_arrays(name, X, y)
+        if ids.shape[0] == 0:  # as scikit-learn's partial_fit: no sample is an error, not a silent no-op
+            raise ValueError(f"{name}: X holds no battle.")
         classes, _, score = parse_outcomes(name, y, tie_labels=tuple(self.tie_labels), win_labels=self.win_labels,
                                            classes=self._classes)
         self._classes = classes
         codes = lookup_ids(self.items_, ids)
         new = codes < 0
+        fresh = np.empty(0, dtype=object)
         if new.any():
             fresh, fresh_codes = factorize(ids[new])
             check_ids(name, fresh)
             codes[new] = len(self.items_) + fresh_codes
+        # checked before the state grows: a refused batch leaves the sampler as it was
+        check_distinct(name, np.concatenate([self.items_.astype(object), fresh.astype(object)]), codes)
+        if len(fresh):
             self.items_ = np.concatenate([self.items_.astype(object), fresh.astype(object)])
             grow = len(fresh)
             for attr in ("counts_", "outcome_sum_", "outcome_sq_sum_"):
                 setattr(self, attr, np.pad(getattr(self, attr), ((0, grow), (0, grow))))
         a, b = codes[:, 0], codes[:, 1]
-        if np.any(a == b):
-            raise ValueError(f"{name}: a battle of a competitor with itself has no pair.")
         lo, hi = np.minimum(a, b), np.maximum(a, b)
         h = np.where(a < b, score, 1.0 - score)  # outcome for the first competitor of the sorted pair
         M = len(self.items_)

@@ -11,7 +11,7 @@ from sklearn.utils import check_random_state
 from ..utils._docstrings import fill_doc
 from ..utils._sklearn_private import Interval, StrOptions, validate_params
 from ._active import _battle_arrays
-from ._battles import DEFAULT_TIE_LABELS, check_ids, encode_ids, factorize, lookup_ids, parse_outcomes
+from ._battles import DEFAULT_TIE_LABELS, check_distinct, check_ids, encode_ids, factorize, lookup_ids, parse_outcomes
 
 
 def _detector_params(alpha, n_looks, max_votes, pvalue, tie_labels, win_labels, random_state):
@@ -98,8 +98,11 @@ class RaterAnomalyDetector:
     the null, so its false-positive rate is ``alpha``, and it flags voters
     who back either side too often (detection rates of both on :doc:`the
     benchmark page </benchmarks/arena>`). Votes on pairs without history get ``p = 1`` (paper) or a
-    uniform draw (randomized). FastChat's code uses an e-value test instead of
-    the paper's Fisher test; it is not implemented here.
+    uniform draw (randomized). A vote of a competitor against itself has no
+    pair: it is refused with a ``ValueError`` naming its row, in the history
+    and in new votes, as are ids that are None, NaN or infinite. FastChat's
+    code uses an e-value test instead of the paper's Fisher test; it is not
+    implemented here.
 
     References
     ----------
@@ -155,6 +158,7 @@ class RaterAnomalyDetector:
                                                  win_labels=self.win_labels)
         items, codes = encode_ids(ids)
         check_ids(name, items)
+        check_distinct(name, items, codes)
         self.items_ = items
         M = len(self.items_)
         lo, hi, h = self._oriented(codes, score)
@@ -195,7 +199,10 @@ class RaterAnomalyDetector:
         _, _, score = parse_outcomes(name, y, tie_labels=tuple(self.tie_labels), win_labels=self.win_labels,
                                      classes=self._classes)
         codes = lookup_ids(self.items_, ids)
-        known = (codes >= 0).all(axis=1) & (codes[:, 0] != codes[:, 1])
+        check_ids(name, ids[codes < 0])
+        if len(ids):
+            check_distinct(name, *encode_ids(ids))
+        known = (codes >= 0).all(axis=1)
         lo, hi, h = self._oriented(np.where(codes < 0, 0, codes), score)
         counts = np.where(known[:, None], self.history_counts_[lo, hi], 0.0)
         N = counts.sum(axis=1)

@@ -7,6 +7,8 @@ that into integer item codes, an outcome score in {1, 0.5, 0} ("first won",
 "tie", "second won") and a float covariate matrix, and back.
 """
 
+import math
+
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
 
@@ -179,8 +181,11 @@ def check_ids(name, items, *, what="X"):
     else:
         missing = []
     if len(missing):
+        shown = repr(missing[0])
+        if items.dtype.kind == "O" and isinstance(missing[0], float) and math.isnan(missing[0]):
+            shown = "None or NaN"  # the factorization of object ids keeps one missing value for both
         raise ValueError(f"{name}: competitor ids must not be None, NaN or infinite; {what} holds "
-                         f"{missing[0]!r}. Drop these battles or give the competitors names.")
+                         f"{shown}. Drop these battles or give the competitors names.")
 
 
 def check_distinct(name, items, codes, rows=None, *, what="X"):

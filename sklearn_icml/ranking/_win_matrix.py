@@ -10,7 +10,7 @@ from ..utils._docstrings import fill_doc
 from ..utils._sklearn_private import Interval, StrOptions, validate_params
 from ..utils._torch import as_numpy
 from ._active import _battle_arrays
-from ._battles import DEFAULT_TIE_LABELS, check_ids, encode_ids, parse_outcomes
+from ._battles import DEFAULT_TIE_LABELS, check_distinct, check_ids, encode_ids, parse_outcomes
 
 
 def _win_matrix_params(confidence_level, items, tie_labels, win_labels):
@@ -189,9 +189,8 @@ class WinMatrixEstimator:
         items, codes = encode_ids(all_ids)
         codes = codes[len(all_ids) - T:]
         check_ids(name, items, what="X" if self.items is None else "items or X")
+        check_distinct(name, items, codes)
         a, b = codes[:, 0], codes[:, 1]
-        if np.any(a == b):
-            raise ValueError(f"{name}: a battle of a competitor with itself has no pair.")
         M = len(items)
         size = M * M
         first = a * M + b  # cell (first, second): the first competitor's result

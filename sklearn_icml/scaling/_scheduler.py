@@ -85,7 +85,9 @@ class AdaptiveShapeScheduler(BaseEstimator):
         are then refined to the exact crossings of the marginal computes.
     switch_margin : float, default=0.0
         A shape is left, at the latest, when the loss reaches ``c_P (1 + margin)``
-        (its asymptote is never approached closer than that).
+        (its asymptote is never approached closer than that). A margin that
+        puts every exit at or above the start loss leaves nothing to train
+        for and is refused by ``fit``.
 
     Attributes
     ----------
@@ -196,6 +198,13 @@ class AdaptiveShapeScheduler(BaseEstimator):
             self.feature_names_in_ = self.law_.feature_names_in_
         self.compute_max_ = float(np.max(np.asarray(X, dtype=float)[:, 0]))
         self.start_loss_ = float(min(zero_compute_loss(p) for p in self._laws()))
+        floors = self._floors()
+        if not floors.min() < self.start_loss_:
+            lowest = min(p["c"] for p in self._laws())
+            raise ValueError(f"{type(self).__name__}: switch_margin={self.switch_margin!r} leaves no loss to train "
+                             f"for: every shape is left at c (1 + switch_margin) >= {floors.min():.6g}, not below the "
+                             f"start loss {self.start_loss_:.6g}; give switch_margin < "
+                             f"{self.start_loss_ / lowest - 1.0:.6g}.")
         return self
 
     # -- the envelope -------------------------------------------------------------------------------------------

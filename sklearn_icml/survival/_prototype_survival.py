@@ -15,7 +15,7 @@ from sklearn.base import BaseEstimator
 from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import to_numpy, to_tensor
 from ..utils._torch_base import TorchEstimatorMixin
-from ..utils._validation import check_test_data
+from ..utils._validation import check_decoupled_weight_decay, check_test_data
 from ._base import SurvivalMixin, breslow_baseline, check_times, cox_batch_loss, survival_from_baseline
 
 __all__ = ["PrototypeSurvival"]
@@ -77,7 +77,8 @@ class PrototypeSurvival(SurvivalMixin, TorchEstimatorMixin, BaseEstimator):
     learning_rate : float, default=1e-4
         AdamW peak learning rate.
     weight_decay : float, default=1e-5
-        AdamW weight decay.
+        AdamW weight decay; ``learning_rate * weight_decay`` must be below 1
+        (each step multiplies the weights by one minus it).
     max_iter : int, default=50
         Maximum number of training epochs (named ``max_epochs`` in earlier
         development versions).
@@ -276,6 +277,7 @@ class PrototypeSurvival(SurvivalMixin, TorchEstimatorMixin, BaseEstimator):
         from ..utils._training import fit_module
         from ._fusion_net import FusionNet, nll_loss
 
+        check_decoupled_weight_decay(type(self).__name__, self.learning_rate, self.weight_decay)
         with self._torch_fit_context() as ctx:
             name = type(self).__name__
             X, event, time = self._validate_survival_fit(X, y)

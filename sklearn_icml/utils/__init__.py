@@ -4,11 +4,16 @@ Public here: :func:`all_estimators` (in :mod:`sklearn_icml.utils.discovery`), an
 :mod:`sklearn_icml.utils.estimator_checks`, the house checks any estimator can run
 (imported on its own: it needs scikit-learn's check machinery and, for the
 pytest decorator, pytest).
-The torch helpers in ``sklearn_icml.utils._torch`` and the scikit-learn
-internals shim ``sklearn_icml.utils._sklearn_private`` are for the library's
-own estimators.
+The torch helpers behind every ``device`` parameter are public too (they import
+torch only when called): :func:`resolve_device`, :func:`torch_generator`,
+:func:`torch_threads`, :func:`to_tensor` and :func:`to_numpy`, for code that
+computes beside the estimators under the same device, seed and thread rules.
+The scikit-learn internals shim ``sklearn_icml.utils._sklearn_private`` is for
+the library's own estimators.
 """
 
+from ._torch import resolve_device, to_numpy, to_tensor, torch_generator, torch_threads
 from .discovery import all_displays, all_estimators, all_functions
 
-__all__ = ["all_displays", "all_estimators", "all_functions"]
+__all__ = ["all_displays", "all_estimators", "all_functions", "resolve_device", "to_numpy", "to_tensor",
+           "torch_generator", "torch_threads"]

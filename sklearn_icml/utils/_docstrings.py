@@ -16,6 +16,22 @@ DOC_PIECES = {
    Arena: An Open Platform for Evaluating LLMs by Human Preference",
    Proceedings of the 41st International Conference on Machine Learning
    (ICML), PMLR 235, 2024.""",
+    "grid_rounding_parameters": """\
+n_rounded : int
+    Most coordinates one record changes (each gains up to one grid step
+    when rounded to the grid).
+integer : bool, default=False
+    Whether the query is integer-valued (no rounding slack while the
+    grid step is at most 1).""",
+    "noise_random_state": """\
+random_state : int, RandomState instance or None, default=None
+    Source of the noise: None draws it from the operating system's
+    cryptographic generator; an int or a ``RandomState`` reproduces it
+    (for testing: the noise of a known seed protects nothing).""",
+    "torch_n_threads": """\
+n_threads : int >= 1 or None, default=None
+    Torch intra-op threads inside the block, passed to
+    :func:`~sklearn_icml.utils.torch_threads` (None: its default rule).""",
     "early_stopping_parameters": """\
 early_stopping : bool, default=False
     Hold out ``validation_fraction`` of the training samples and stop when

@@ -47,6 +47,7 @@ What the base does:
   runs draw the same numbers.
 """
 
+from ._docstrings import fill_doc
 from ._torch import DEVICE_CONSTRAINT, resolve_device, torch_generator, torch_threads
 from ._training import TRAINING_PARAMETER_CONSTRAINTS
 
@@ -55,6 +56,7 @@ __all__ = ["TorchContext", "TorchEstimatorMixin"]
 _UNSET = object()
 
 
+@fill_doc
 class TorchContext:
     """The context of one torch ``fit`` or ``predict``: device, threads, generator.
 
@@ -68,8 +70,7 @@ class TorchContext:
     fit : bool
         Resolve the device on entry and record it in ``device_`` (a fit);
         otherwise the device is resolved on first use of :attr:`device`.
-    n_threads : int >= 1 or None, default=None
-        Passed to :func:`~sklearn_icml.utils._torch.torch_threads`.
+    {{torch_n_threads}}
 
     Attributes
     ----------
@@ -168,13 +169,13 @@ class TorchEstimatorMixin:
                 merged[name] = constraint
         cls._parameter_constraints = merged
 
+    @fill_doc
     def _torch_fit_context(self, n_threads=None):
         """The context of ``fit``: device resolved and recorded in ``device_``, threads scoped.
 
         Parameters
         ----------
-        n_threads : int >= 1 or None, default=None
-            Passed to :func:`~sklearn_icml.utils._torch.torch_threads`.
+        {{torch_n_threads}}
 
         Returns
         -------
@@ -184,13 +185,13 @@ class TorchEstimatorMixin:
         """
         return TorchContext(self, fit=True, n_threads=n_threads)
 
+    @fill_doc
     def _torch_context(self, n_threads=None):
         """The context of ``predict``, ``transform``, ...: threads scoped, device resolved on use.
 
         Parameters
         ----------
-        n_threads : int >= 1 or None, default=None
-            Passed to :func:`~sklearn_icml.utils._torch.torch_threads`.
+        {{torch_n_threads}}
 
         Returns
         -------

@@ -146,6 +146,31 @@ def check_float32_range(*arrays, name, labels=("X",), reason="it computes in flo
     check_value_range(*arrays, name=name, limit=FLOAT32_SAFE_MAX, labels=labels, reason=reason)
 
 
+def check_decoupled_weight_decay(name, learning_rate, weight_decay):
+    """Raise a ValueError naming the estimator when AdamW's decay would erase the weights at every step.
+
+    AdamW multiplies every weight by ``1 - learning_rate * weight_decay`` at
+    each step (before the gradient step): from ``learning_rate *
+    weight_decay >= 1`` on, each step zeroes the weights or flips their sign
+    (and from 2 on, grows them until the loss is NaN).
+
+    Parameters
+    ----------
+    name : str
+        The estimator's name, for the message.
+    learning_rate : float
+        The largest step size of the schedule.
+    weight_decay : float
+        AdamW's decoupled weight decay.
+    """
+    shrink = float(learning_rate) * float(weight_decay)
+    if shrink >= 1.0:
+        raise ValueError(f"{name}: weight_decay={weight_decay!r} with learning_rate={learning_rate!r}: AdamW "
+                         f"multiplies every weight by 1 - learning_rate * weight_decay = {1.0 - shrink:.3g} at each "
+                         f"step, which erases the weights; give weight_decay < 1 / learning_rate = "
+                         f"{1.0 / float(learning_rate):.3g}.")
+
+
 def standardization(X, sample_weight=None):
     """Column means and scales of ``X`` for z-scores; a constant column gets scale 1.
 

@@ -72,6 +72,32 @@ def test_learned_smoothing_trains_and_predicts_distributions(regbench):
     np.testing.assert_allclose(loaded.predict_proba(regbench.sequences[80:90]), proba)
 
 
+class _RisingHeldOut(InContextNGram):
+    """Planted: the held-out loss (computed without gradients) rises at every epoch."""
+
+    def _smoother_loss(self, logits, target):
+        import torch
+
+        if torch.is_grad_enabled():
+            return super()._smoother_loss(logits, target)
+        self.held_out_calls_ = getattr(self, "held_out_calls_", 0) + 1
+        return logits.sum() * 0.0 + float(self.held_out_calls_)
+
+
+def test_learned_smoother_early_stopping_stops_on_a_rising_held_out_loss(regbench):
+    X = regbench.sequences[:40]
+    params = dict(smoothing="learned", hidden_layer_sizes=(16,), early_stopping=True, n_iter_no_change=2,
+                  batch_size=100_000, random_state=0)  # one batch per epoch: one held-out evaluation per epoch
+    model = _RisingHeldOut(max_iter=50, **params).fit(X)
+    # epoch 1 is the best; 2 more are tolerated, the 4th stops
+    assert model.n_iter_ == 4 and model.validation_scores_ == [1.0, 2.0, 3.0, 4.0]
+    assert model.best_validation_score_ == 1.0 and len(model.loss_curve_) == 4
+    first = _RisingHeldOut(max_iter=1, **params).fit(X)  # the same split and seed, one epoch
+    np.testing.assert_array_equal(model.predict_proba(X[:5]), first.predict_proba(X[:5]))
+    plain = InContextNGram(smoothing="learned", hidden_layer_sizes=(16,), max_iter=2, random_state=0).fit(X)
+    assert plain.validation_scores_ is None and plain.best_validation_score_ is None
+
+
 def test_grid_search_over_order_on_held_out_languages(regbench):
     X, valid = regbench.sequences[:60], regbench.valid_next[:60]
     search = GridSearchCV(InContextNGram(), {"order": [1, 3]}, cv=KFold(3)).fit(X, valid)

@@ -157,6 +157,33 @@ def test_pruning_removes_a_split_unit():
     assert kept == 0
 
 
+def test_cosine_distance_keeps_a_unit_held_at_two_scales_in_one_cluster():
+    """Every student holds teacher unit 0 as two parallel units of different norms (planted): the default cosine
+    distance keeps one cluster per teacher unit; the Euclidean distance, which compares norms, splits it."""
+    from sklearn_icml.neural_network._clustering import cluster_units
+
+    rng = np.random.RandomState(0)
+    T = rng.normal(size=(4, 5))
+    T *= np.sign(T[:, :1])  # canonical orientation (first weight positive)
+    rows, owners, teacher_of = [], [], []
+    for s in range(10):
+        for t in range(4):
+            scales = (rng.uniform(0.55, 0.8), rng.uniform(1.0, 1.3)) if t == 0 else (rng.uniform(0.9, 1.1),)
+            for r in scales:
+                rows.append(r * T[t] + 1e-3 * rng.normal(size=5))
+                owners.append(s)
+                teacher_of.append(t)
+    V, owners, teacher_of = np.array(rows), np.array(owners), np.array(teacher_of)
+    assert ExpandAndCluster().distance == "cosine"
+    clusters = cluster_units(V, owners, 10, gamma=0.8, beta=np.pi / 6, count="students", distance="cosine")
+    assert len(clusters.members) == 4 and np.all(clusters.sizes == 10)
+    # each cluster is exactly the rows of one teacher unit (brute force over the planted labels)
+    assert sorted(tuple(sorted(set(teacher_of[m]))) for m in clusters.members) == [(0,), (1,), (2,), (3,)]
+    assert sorted(len(m) for m in clusters.members) == [10, 10, 10, 20]
+    split = cluster_units(V, owners, 10, gamma=0.8, beta=np.pi / 6, count="students", distance="l2")
+    assert len(split.members) == 5
+
+
 def test_count_units_rule_and_no_cluster_fallback():
     X, y, _ = _teacher()
     units = ExpandAndCluster(**_TINY, student_max_iter=40, count="units", gamma=0.5, prune=False).fit(X, y)

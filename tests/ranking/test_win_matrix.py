@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sklearn_icml.datasets._ranking import simulate_sampled_battles
+from sklearn_icml.datasets import simulate_sampled_battles
 from sklearn_icml.ranking import ActivePairSampler, WinMatrixEstimator
 
 
@@ -133,3 +133,13 @@ def test_coverage_under_active_sampling_large(weighted):
     # 200 arenas x 28 pairs, 5000 votes each
     coverage = np.mean([_active_trial(seed, M=8, T=5000, weighted=weighted) for seed in range(200)])
     assert 0.92 <= coverage <= 0.97, coverage
+
+
+def test_simulate_sampled_battles_serves_every_battle_and_follows_the_scores():
+    sampler = ActivePairSampler(items=np.arange(3), uniform_mix=1.0, random_state=0).fit()
+    X, y, p = simulate_sampled_battles(sampler, [30.0, 0.0, -30.0], 250, batch_size=100, random_state=0)
+    assert X.shape == (250, 2) and y.shape == p.shape == (250,)  # the last batch holds the remaining 50
+    stronger_first = X[:, 0] < X[:, 1]  # scores decrease with the code, so the lower code is the stronger
+    np.testing.assert_array_equal(y, stronger_first.astype(int))  # a 30-point gap decides every battle
+    with pytest.raises(ValueError, match="sampler"):
+        simulate_sampled_battles(object(), [0.0, 1.0], 10)
