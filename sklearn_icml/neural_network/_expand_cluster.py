@@ -261,6 +261,13 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
       only some students and is lost to the clustering. The polish takes the
       students to 1e-7 or below at the cost of about 1000 more passes.
 
+    There is no early stopping and no ``validation_scores_``: the students
+    and the fine-tunes run their whole step budgets (``student_max_iter``,
+    ``finetune_max_iter``) on all probes, because the clustering needs
+    students that interpolate the teacher's outputs, and holding probes out
+    or stopping on a plateau leaves them short of it. The budgets are the
+    knobs; ``loss_curve_`` and ``student_losses_`` show where they ended.
+
     The returned network never fits the probes worse than ``fallback_ratio``
     times the best student without a warning. When no cluster of a layer
     survives, or when the rebuilt network fits worse than that (a teacher
