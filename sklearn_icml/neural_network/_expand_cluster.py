@@ -138,15 +138,18 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
         no kept cluster, and ``recovered_`` is False. Above 1, the margin
         lets a right-sized network fit noisy outputs a little worse than an
         over-parameterised student does; ``np.inf`` turns the check off.
-    student_max_iter : int, default=3000
-        Adam steps of the students (cosine schedule).
+    student_max_iter : int or None, default=None
+        Adam steps of the students (cosine schedule). None means
+        ``3000 * n_hidden_layers``: the students of a deeper teacher need
+        longer to agree on its units.
     student_lr : float, default=1e-2
         Students' initial learning rate.
-    student_polish_max_iter : int, default=1000
+    student_polish_max_iter : int or None, default=None
         With ``polish="lbfgs"``, the students are then polished together in
         float64 by L-BFGS for at most this many iterations, to the near-zero
         training loss at which the paper clusters their units (0: no student
-        polish).
+        polish). None means ``1000 * (2 * n_hidden_layers - 1)`` (1000 for one
+        hidden layer, 3000 for two).
     finetune_max_iter : int, default=1500
         Adam steps of each fine-tune (the layers above a recovered layer, and
         the recovered network).
@@ -260,6 +263,10 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
       where a teacher unit with a small outgoing weight is still learned by
       only some students and is lost to the clustering. The polish takes the
       students to 1e-7 or below at the cost of about 1000 more passes.
+    * The students' budgets grow with the depth by default (3000 Adam steps
+      and 1000 polish iterations for one hidden layer; 6000 and 3000 for
+      two): a weakly weighted first-layer unit of a two-layer teacher is
+      found by too few students at the one-layer budget.
 
     There is no early stopping and no ``validation_scores_``: the students
     and the fine-tunes run their whole step budgets (``student_max_iter``,
@@ -311,10 +318,10 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
         "distance": [StrOptions({"l2", "cosine"})],
         "prune": ["boolean"],
         "fallback_ratio": [Interval(Real, 1, None, closed="both")],
-        "student_max_iter": [Interval(Integral, 1, None, closed="left")],
+        "student_max_iter": [Interval(Integral, 1, None, closed="left"), None],
         # above float32's range the optimiser cannot even store the learning rate
         "student_lr": [Interval(Real, 0, 1e6, closed="right")],
-        "student_polish_max_iter": [Interval(Integral, 0, None, closed="left")],
+        "student_polish_max_iter": [Interval(Integral, 0, None, closed="left"), None],
         "finetune_max_iter": [Interval(Integral, 1, None, closed="left")],
         "finetune_lr": [Interval(Real, 0, 1e6, closed="right")],
         "polish": [StrOptions({"lbfgs"}), None],
@@ -324,7 +331,7 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
 
     def __init__(self, n_hidden_layers=1, *, activation="tanh", n_students=10, student_width=None, gamma=0.8,
                  beta=np.pi / 6, count="students", linkage="average", distance="cosine", prune=True,
-                 fallback_ratio=2.0, student_max_iter=3000, student_lr=1e-2, student_polish_max_iter=1000,
+                 fallback_ratio=2.0, student_max_iter=None, student_lr=1e-2, student_polish_max_iter=None,
                  finetune_max_iter=1500, finetune_lr=1e-3, polish="lbfgs", batch_size=None, device="cpu",
                  random_state=None, verbose=0):
         self.n_hidden_layers = n_hidden_layers
@@ -420,6 +427,13 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
                              f"layer ({self.n_hidden_layers}); got {width!r}.")
         return [int(w) for w in widths]
 
+    def _student_budget(self):
+        """(Adam steps, L-BFGS polish iterations) of the students, the depth-aware defaults filled in."""
+        steps = 3000 * self.n_hidden_layers if self.student_max_iter is None else self.student_max_iter
+        polish = (1000 * (2 * self.n_hidden_layers - 1) if self.student_polish_max_iter is None
+                  else self.student_polish_max_iter)
+        return int(steps), int(polish)
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Train the students, cluster their units layer by layer and build the recovered network.
@@ -454,12 +468,13 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
                 setattr(self, attr, [])
             dropped = []
             students = init_students(n_students, X.shape[1], widths, self.n_outputs_, act, generator)
-            students = fit_students(students, X, Y, steps=self.student_max_iter, learning_rate=self.student_lr,
+            steps, polish_iter = self._student_budget()
+            students = fit_students(students, X, Y, steps=steps, learning_rate=self.student_lr,
                                     batch_size=self.batch_size, device=device, random_state=generator,
                                     verbose=self.verbose, name=name).module
             reporter.tick(1, stage=f"{n_students} students trained")
-            if self.polish == "lbfgs" and self.student_polish_max_iter > 0:
-                students = polish_students(students, X, Y, max_iter=self.student_polish_max_iter, device=device,
+            if self.polish == "lbfgs" and polish_iter > 0:
+                students = polish_students(students, X, Y, max_iter=polish_iter, device=device,
                                            random_state=generator, name=name)
                 reporter.tick(2, stage="students polished")
             self.student_losses_ = student_losses(students, X, Y)
