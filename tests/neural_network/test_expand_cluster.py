@@ -342,6 +342,37 @@ def test_two_hidden_layers_run_layer_by_layer():
     np.testing.assert_allclose(deep.predict(X), (h @ deep.coefs_[2] + deep.intercepts_[2]).ravel(), atol=1e-10)
 
 
+@pytest.mark.parametrize("n_hidden_layers, steps, polish", [(1, 3000, 1000), (2, 6000, 3000), (3, 9000, 5000)])
+def test_default_student_budgets_grow_with_depth(monkeypatch, n_hidden_layers, steps, polish):
+    """student_max_iter=None and student_polish_max_iter=None: the documented depth-aware budgets reach the
+    optimisers (captured at the calls); explicit values are passed through unchanged."""
+    from sklearn_icml.neural_network import _students
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    real_fit = _students.fit_students
+
+    def fit_students(module, X, Y, *, steps, **kw):
+        seen["steps"] = steps
+        return real_fit(module, X, Y, steps=1, **kw)
+
+    def polish_students(module, X, Y, *, max_iter, **kw):
+        seen["polish"] = max_iter
+        raise Stop
+
+    monkeypatch.setattr(_students, "fit_students", fit_students)
+    monkeypatch.setattr(_students, "polish_students", polish_students)
+    X, y, _ = _teacher()
+    for params, expected in (({}, (steps, polish)), (dict(student_max_iter=7, student_polish_max_iter=11), (7, 11))):
+        seen.clear()
+        with pytest.raises(Stop):
+            ExpandAndCluster(n_hidden_layers=n_hidden_layers, n_students=2, student_width=2, **params).fit(X, y)
+        assert (seen["steps"], seen["polish"]) == expected
+
+
 def test_a_long_silent_fit_names_its_stages(monkeypatch, capsys):
     from sklearn_icml.utils import _training
 
