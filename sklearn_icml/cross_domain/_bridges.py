@@ -136,11 +136,33 @@ def fit_bridge(kind, Z_in, Z_out, alphas):
     return LinearRegression().fit(Z_in, Z_out)
 
 
+def _affine_through_decoder(W, b, decoding):
+    """``z -> D(z @ W + b)``: trainable ``W``, ``b`` (float64) before a frozen decoding network ``D``."""
+    import torch
+
+    class AffineThroughDecoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.W = torch.nn.Parameter(torch.tensor(W, dtype=torch.float64))
+            self.b = torch.nn.Parameter(torch.tensor(b, dtype=torch.float64))
+            self.decoding = decoding
+
+        def train(self, mode=True):
+            self.training = mode  # the frozen decoder keeps its own mode
+            return self
+
+        def forward(self, Z):
+            return self.decoding.decode(Z @ self.W + self.b)
+
+    return AffineThroughDecoder()
+
+
 def refine_in_output_space(kind, bridge, Z_in, Y_out, decoder, alphas):
     """A copy of the affine ``bridge`` (``kind`` "ridge" or "linear") refitted through the frozen ``decoder``.
 
     Minimises ``mean_i ||D((z_i - mu) / sd @ W + b) - y_i||^2 + alpha / n * ||W||^2``
-    over ``W, b`` by L-BFGS in float64, from the latent fit. ``D`` is the
+    over ``W, b`` by full-batch L-BFGS in float64 (the training layer's
+    ``optimizer="lbfgs"``, ``_REFINE_ITER`` iterations), from the latent fit. ``D`` is the
     decoder's network on its standardised outputs (``decoder.module_.decode``
     of a :class:`MaskedAutoencoder`), so every feature of ``Y_out`` weighs the
     same; the latent inputs are standardised so that the penalty treats the
@@ -150,9 +172,8 @@ def refine_in_output_space(kind, bridge, Z_in, Y_out, decoder, alphas):
     latent fit's regularisation carries over. Returns the bridge with
     ``coef_`` and ``intercept_`` replaced (in the raw latent coordinates).
     """
-    import torch
 
-    from ..utils._torch import to_tensor, torch_threads
+    from ..utils._training import fit_module
 
     n = len(Z_in)
     mu = Z_in.mean(axis=0)
@@ -164,32 +185,27 @@ def refine_in_output_space(kind, bridge, Z_in, Y_out, decoder, alphas):
         alpha = float(RidgeCV(alphas=_alphas(alphas)).fit(Zs, decoder.transform(Y_out)).alpha_)
     coef = np.asarray(bridge.coef_, dtype=np.float64).reshape(-1, Z_in.shape[1])  # (n_out, n_in)
     intercept = np.asarray(bridge.intercept_, dtype=np.float64).reshape(-1)
-    module = decoder.module_
-    with torch_threads():
-        Z = to_tensor(Zs, "cpu", torch.float64)
-        Y = to_tensor((Y_out - decoder.mean_) / decoder.scale_, "cpu", torch.float64)
-        # torch.tensor keeps the strides of its numpy input and the gradient follows them, while L-BFGS flattens
-        # gradients with .view(-1): the parameters start contiguous, whatever the layout of the latent fit's coef_
-        W = torch.tensor(np.ascontiguousarray((coef * sd).T), dtype=torch.float64, requires_grad=True)
-        b = torch.tensor(intercept + coef @ mu, dtype=torch.float64, requires_grad=True)
-        frozen = [p.requires_grad for p in module.parameters()]
-        for p in module.parameters():
-            p.requires_grad_(False)
-        try:
-            optimizer = torch.optim.LBFGS([W, b], max_iter=_REFINE_ITER, line_search_fn="strong_wolfe")
+    decoding = decoder.module_
+    # torch.tensor keeps the strides of its numpy input and the gradient follows them, while L-BFGS flattens
+    # gradients with .view(-1): the parameters start contiguous, whatever the layout of the latent fit's coef_
+    W = np.ascontiguousarray((coef * sd).T)
+    b = intercept + coef @ mu
+    frozen = [p.requires_grad for p in decoding.parameters()]
+    for p in decoding.parameters():
+        p.requires_grad_(False)
+    try:
+        bridge_net = _affine_through_decoder(W, b, decoding)
 
-            def closure():
-                optimizer.zero_grad()
-                loss = ((module.decode(Z @ W + b) - Y) ** 2).sum(dim=1).mean() + alpha / n * (W ** 2).sum()
-                loss.backward()
-                return loss
+        def objective(net, Z, Y):
+            return ((net(Z) - Y) ** 2).sum(dim=1).mean() + alpha / n * (net.W ** 2).sum()
 
-            optimizer.step(closure)
-        finally:
-            for p, flag in zip(module.parameters(), frozen):
-                p.requires_grad_(flag)
-        W_raw = W.detach().numpy().T / sd
-        b_raw = b.detach().numpy() - W_raw @ mu
+        fit_module(bridge_net, Zs, (Y_out - decoder.mean_) / decoder.scale_, train_step=objective,
+                   optimizer="lbfgs", max_iter=_REFINE_ITER, learning_rate=1.0, tol=1e-7, name="AutoLinear")
+    finally:
+        for p, flag in zip(decoding.parameters(), frozen):
+            p.requires_grad_(flag)
+    W_raw = bridge_net.W.detach().numpy().T / sd
+    b_raw = bridge_net.b.detach().numpy() - W_raw @ mu
     refined = copy.deepcopy(bridge)
     refined.coef_ = W_raw.reshape(np.shape(bridge.coef_))
     refined.intercept_ = b_raw.reshape(np.shape(bridge.intercept_))

@@ -121,7 +121,7 @@ def make_arena_battles(n_battles=2000, n_competitors=10, *, tie_proba=0.1, n_cov
     prefer_skip_nested_validation=True,
 )
 def simulate_sampled_battles(sampler, scores, n_battles, *, batch_size=100, random_state=None):
-    """Battles chosen by an active pair sampler, decided by Bradley-Terry with true ``scores``.
+    """Simulate battles chosen by an active pair sampler, decided by Bradley-Terry with true ``scores``.
 
     The sampler draws ``batch_size`` pairs at a time and learns the outcomes
     (``partial_fit``) before the next batch, so later pairs follow its

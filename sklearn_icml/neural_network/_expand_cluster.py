@@ -121,8 +121,10 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
         ``gamma=0.5``).
     linkage : {"average", "complete", "single", "weighted"}, default="average"
         Linkage of the hierarchical clustering (scipy).
-    distance : {"l2", "cosine"}, default="l2"
-        Distance between canonical unit vectors.
+    distance : {"cosine", "l2"}, default="cosine"
+        Distance between canonical unit vectors ``[w, b]``: ``"cosine"``
+        compares their directions only, ``"l2"`` (the official code's) also
+        their norms.
     prune : bool, default=True
         After the polish, remove the unit whose removal costs least, one at a
         time, while the re-fitted training loss stays at or below the best
@@ -136,15 +138,18 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
         no kept cluster, and ``recovered_`` is False. Above 1, the margin
         lets a right-sized network fit noisy outputs a little worse than an
         over-parameterised student does; ``np.inf`` turns the check off.
-    student_max_iter : int, default=3000
-        Adam steps of the students (cosine schedule).
+    student_max_iter : int or None, default=None
+        Adam steps of the students (cosine schedule). None means
+        ``3000 * n_hidden_layers``: the students of a deeper teacher need
+        longer to agree on its units.
     student_lr : float, default=1e-2
         Students' initial learning rate.
-    student_polish_max_iter : int, default=1000
+    student_polish_max_iter : int or None, default=None
         With ``polish="lbfgs"``, the students are then polished together in
         float64 by L-BFGS for at most this many iterations, to the near-zero
         training loss at which the paper clusters their units (0: no student
-        polish).
+        polish). None means ``1000 * (2 * n_hidden_layers - 1)`` (1000 for one
+        hidden layer, 3000 for two).
     finetune_max_iter : int, default=1500
         Adam steps of each fine-tune (the layers above a recovered layer, and
         the recovered network).
@@ -232,6 +237,14 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
       rule (units, ``gamma=0.5``) a teacher unit's cluster holds about
       ``rho * N`` members and splits into sub-clusters that each pass the
       threshold, which over-counts the width.
+    * ``distance="cosine"`` is the default (the official code uses the
+      Euclidean distance): near-zero-loss students often hold a teacher unit
+      as two units pointing the same way at different scales (together they
+      imitate the teacher's unit); the Euclidean distance, which also
+      compares norms, can then split that teacher unit's cluster in two and
+      leave another teacher unit in no kept cluster, as seen on deep
+      teachers. The collapse and the fine-tunes that follow absorb the
+      scale.
     * The pruning step is ours: on several teachers clustering alone left a
       spurious unit or two; the pruning stops as soon as removing a unit would
       fit worse than the best student.
@@ -250,6 +263,17 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
       where a teacher unit with a small outgoing weight is still learned by
       only some students and is lost to the clustering. The polish takes the
       students to 1e-7 or below at the cost of about 1000 more passes.
+    * The students' budgets grow with the depth by default (3000 Adam steps
+      and 1000 polish iterations for one hidden layer; 6000 and 3000 for
+      two): a weakly weighted first-layer unit of a two-layer teacher is
+      found by too few students at the one-layer budget.
+
+    There is no early stopping and no ``validation_scores_``: the students
+    and the fine-tunes run their whole step budgets (``student_max_iter``,
+    ``finetune_max_iter``) on all probes, because the clustering needs
+    students that interpolate the teacher's outputs, and holding probes out
+    or stopping on a plateau leaves them short of it. The budgets are the
+    knobs; ``loss_curve_`` and ``student_losses_`` show where they ended.
 
     The returned network never fits the probes worse than ``fallback_ratio``
     times the best student without a warning. When no cluster of a layer
@@ -294,10 +318,10 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
         "distance": [StrOptions({"l2", "cosine"})],
         "prune": ["boolean"],
         "fallback_ratio": [Interval(Real, 1, None, closed="both")],
-        "student_max_iter": [Interval(Integral, 1, None, closed="left")],
+        "student_max_iter": [Interval(Integral, 1, None, closed="left"), None],
         # above float32's range the optimiser cannot even store the learning rate
         "student_lr": [Interval(Real, 0, 1e6, closed="right")],
-        "student_polish_max_iter": [Interval(Integral, 0, None, closed="left")],
+        "student_polish_max_iter": [Interval(Integral, 0, None, closed="left"), None],
         "finetune_max_iter": [Interval(Integral, 1, None, closed="left")],
         "finetune_lr": [Interval(Real, 0, 1e6, closed="right")],
         "polish": [StrOptions({"lbfgs"}), None],
@@ -306,8 +330,8 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
     }
 
     def __init__(self, n_hidden_layers=1, *, activation="tanh", n_students=10, student_width=None, gamma=0.8,
-                 beta=np.pi / 6, count="students", linkage="average", distance="l2", prune=True,
-                 fallback_ratio=2.0, student_max_iter=3000, student_lr=1e-2, student_polish_max_iter=1000,
+                 beta=np.pi / 6, count="students", linkage="average", distance="cosine", prune=True,
+                 fallback_ratio=2.0, student_max_iter=None, student_lr=1e-2, student_polish_max_iter=None,
                  finetune_max_iter=1500, finetune_lr=1e-3, polish="lbfgs", batch_size=None, device="cpu",
                  random_state=None, verbose=0):
         self.n_hidden_layers = n_hidden_layers
@@ -403,6 +427,13 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
                              f"layer ({self.n_hidden_layers}); got {width!r}.")
         return [int(w) for w in widths]
 
+    def _student_budget(self):
+        """(Adam steps, L-BFGS polish iterations) of the students, the depth-aware defaults filled in."""
+        steps = 3000 * self.n_hidden_layers if self.student_max_iter is None else self.student_max_iter
+        polish = (1000 * (2 * self.n_hidden_layers - 1) if self.student_polish_max_iter is None
+                  else self.student_polish_max_iter)
+        return int(steps), int(polish)
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Train the students, cluster their units layer by layer and build the recovered network.
@@ -437,12 +468,13 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
                 setattr(self, attr, [])
             dropped = []
             students = init_students(n_students, X.shape[1], widths, self.n_outputs_, act, generator)
-            students = fit_students(students, X, Y, steps=self.student_max_iter, learning_rate=self.student_lr,
+            steps, polish_iter = self._student_budget()
+            students = fit_students(students, X, Y, steps=steps, learning_rate=self.student_lr,
                                     batch_size=self.batch_size, device=device, random_state=generator,
                                     verbose=self.verbose, name=name).module
             reporter.tick(1, stage=f"{n_students} students trained")
-            if self.polish == "lbfgs" and self.student_polish_max_iter > 0:
-                students = polish_students(students, X, Y, max_iter=self.student_polish_max_iter, device=device,
+            if self.polish == "lbfgs" and polish_iter > 0:
+                students = polish_students(students, X, Y, max_iter=polish_iter, device=device,
                                            random_state=generator, name=name)
                 reporter.tick(2, stage="students polished")
             self.student_losses_ = student_losses(students, X, Y)

@@ -175,15 +175,11 @@ def fit_students(module, X, Y, *, steps, learning_rate, batch_size, device, rand
 
 def polish_module(module, X, Y, *, max_iter, device, random_state, name):
     """Full-batch float64 L-BFGS (strong Wolfe line search) of a batched module."""
-    import torch
 
     from ..utils._training import fit_module
 
-    n = X.shape[0]
-    return fit_module(module, X, Y, loss=_sum_of_mse, max_iter=1, batch_size=n, learning_rate=1.0,
-                      optimizer=torch.optim.LBFGS, n_iter_no_change=1, shuffle=False,
-                      optimizer_options=dict(max_iter=max_iter, tolerance_grad=1e-14, tolerance_change=1e-16,
-                                             history_size=50, line_search_fn="strong_wolfe"),
+    return fit_module(module, X, Y, loss=_sum_of_mse, optimizer="lbfgs", max_iter=max_iter, learning_rate=1.0,
+                      tol=1e-14, optimizer_options=dict(tolerance_change=1e-16, history_size=50),
                       device=device, random_state=random_state, verbose=0, name=name)
 
 
@@ -208,8 +204,7 @@ def polish_students(module, X, Y, *, max_iter, device, random_state, name, retur
     except ValueError:
         return (net, counts) if return_counts else net
     polished = result.module
-    state = result.optimizer.state[result.optimizer.param_groups[0]["params"][0]]
-    counts = (int(state.get("n_iter", 0)), int(state.get("func_evals", 0)))
+    counts = (result.n_iter, result.n_evaluations)
     after = student_losses(polished, X, Y)
     if not np.all(np.isfinite(after)):
         return (net, counts) if return_counts else net

@@ -134,8 +134,8 @@ class CoxSurvival(SurvivalMixin, TorchEstimatorMixin, BaseEstimator):
     loss_ : float
         Final objective value on the training data.
     loss_curve_ : list of float
-        Adam: mean training objective of each epoch. L-BFGS (no epochs): the
-        objective before and after the solver run.
+        Adam: mean training objective of each epoch. L-BFGS (one full-batch
+        solve): the objective before and after it.
     validation_scores_ : list of float or None
         Adam with ``early_stopping``: the validation objective of each epoch
         (lower is better); None otherwise.
@@ -285,13 +285,9 @@ class CoxSurvival(SurvivalMixin, TorchEstimatorMixin, BaseEstimator):
                 order = np.argsort(-time, kind="mergesort")
                 result = fit_module(
                     module, X[order], target[order], train_step=_cox_train_step(self.alpha, n, linear_scale, True),
-                    max_iter=1, batch_size=n, learning_rate=1.0, optimizer=torch.optim.LBFGS, n_iter_no_change=1,
-                    shuffle=False,
-                    optimizer_options=dict(max_iter=self.max_iter, tolerance_grad=self.tol, tolerance_change=0.0,
-                                           history_size=20, line_search_fn="strong_wolfe"),
-                    device=device, random_state=generator, verbose=0, name=name)
-                state = result.optimizer.state[result.optimizer.param_groups[0]["params"][0]]
-                self.n_iter_ = int(state.get("n_iter", 0))
+                    optimizer="lbfgs", max_iter=self.max_iter, learning_rate=1.0, tol=self.tol,
+                    optimizer_options=dict(tolerance_change=0.0, history_size=20),
+                    device=device, random_state=generator, verbose=self.verbose, name=name)
             else:
                 result = fit_module(
                     module, X, target, train_step=step, max_iter=self.max_iter,
@@ -299,7 +295,7 @@ class CoxSurvival(SurvivalMixin, TorchEstimatorMixin, BaseEstimator):
                     optimizer="adam", early_stopping=self.early_stopping,
                     validation_fraction=self.validation_fraction, n_iter_no_change=self.n_iter_no_change,
                     tol=self.tol, device=device, random_state=generator, verbose=self.verbose, name=name)
-                self.n_iter_ = result.n_iter
+            self.n_iter_ = result.n_iter
             module = result.module
             # final objective and gradient on the CPU copy (one full-batch evaluation, no step)
             final = step(module, to_tensor(X, "cpu", torch.float64), to_tensor(target, "cpu", torch.float64))

@@ -70,7 +70,7 @@ TRAINING_PARAMETER_CONSTRAINTS = {
 }
 
 _LOSSES = ("mse", "cross_entropy", "bce_with_logits")
-_OPTIMIZERS = {"adamw": "AdamW", "adam": "Adam", "sgd": "SGD", "rmsprop": "RMSprop"}
+_OPTIMIZERS = {"adamw": "AdamW", "adam": "Adam", "sgd": "SGD", "rmsprop": "RMSprop", "lbfgs": "LBFGS"}
 
 
 @dataclass
@@ -88,7 +88,8 @@ class TrainingResult:
         Validation loss of each epoch when ``early_stopping=True``, else
         ``None`` -> ``validation_scores_``. Lower is better.
     n_iter : int
-        Epochs run (optimiser steps with ``budget="steps"``) -> ``n_iter_``.
+        Epochs run (optimiser steps with ``budget="steps"``, L-BFGS
+        iterations with ``optimizer="lbfgs"``) -> ``n_iter_``.
     best_loss : float or None
         Smallest training loss (``early_stopping=False``) -> ``best_loss_``.
     best_validation_score : float or None
@@ -96,8 +97,10 @@ class TrainingResult:
     epoch_times : list of float
         Wall-clock seconds of each epoch (training and validation pass).
     optimizer : torch.optim.Optimizer or None
-        The optimiser used, for reading its counters (e.g. L-BFGS's
-        ``state[param]["n_iter"]``); its state may live on the training device.
+        The optimiser used; its state may live on the training device.
+    n_evaluations : int or None
+        With ``optimizer="lbfgs"``: evaluations of the objective (and its
+        gradient), line searches included; None otherwise.
     """
 
     module: object
@@ -108,6 +111,7 @@ class TrainingResult:
     best_validation_score: float = None
     epoch_times: list = field(default_factory=list)
     optimizer: object = None
+    n_evaluations: int = None
 
 
 # -- helpers also used by hand-written loops -----------------------------------------------------
@@ -441,6 +445,39 @@ class _StreamIterator:
             yield self.dataset.batch(idx)
 
 
+class _LBFGSSolve:
+    """Full-batch L-BFGS as one ``train_step``: torch's solver runs all its iterations in one ``step`` call.
+
+    torch's :class:`~torch.optim.LBFGS` iterates inside ``step`` until its own rules stop it (``max_iter``
+    iterations, ``max_eval`` evaluations, the gradient's largest entry at most ``tolerance_grad``, a step
+    or a change of the objective below ``tolerance_change``); the solve is thus one epoch of the net, and
+    its counts (iterations, evaluations) are read from the solver's state once it returns. (One ``step``
+    per iteration would record a loss per iteration, at the price of a ``step`` call's fixed overhead per
+    iteration, large beside the evaluation of a small network.)
+    """
+
+    def __init__(self, max_iter, max_eval):
+        self.max_iter, self.max_eval = max_iter, max_eval
+        self.n_iter = self.evaluations = 0
+
+    def step(self, net, batch, fit_params):
+        first = []
+
+        def closure():
+            net.optimizer_.zero_grad()
+            loss = net.train_step_single(batch, **fit_params)["loss"]
+            if not first:
+                first.append(loss)
+            return loss
+
+        group = net.optimizer_.param_groups[0]
+        group["max_iter"], group["max_eval"] = self.max_iter, self.max_eval
+        net.optimizer_.step(closure)
+        state = net.optimizer_.state[group["params"][0]]
+        self.n_iter, self.evaluations = int(state.get("n_iter", 0)), int(state.get("func_evals", 0))
+        return {"loss": first[0], "y_pred": None}
+
+
 # -- the skorch net ------------------------------------------------------------------------------
 
 def _make_net_class():
@@ -453,10 +490,16 @@ def _make_net_class():
     class _Net(NeuralNet):
         """skorch NeuralNet with the library's hooks (private; never an estimator)."""
 
-        def __init__(self, *args, loss_fn=None, train_step_fn=None, **kwargs):
+        def __init__(self, *args, loss_fn=None, train_step_fn=None, lbfgs=None, **kwargs):
             super().__init__(*args, **kwargs)
             self.loss_fn = loss_fn
             self.train_step_fn = train_step_fn
+            self.lbfgs = lbfgs
+
+        def train_step(self, batch, **fit_params):
+            if self.lbfgs is None:
+                return super().train_step(batch, **fit_params)
+            return self.lbfgs.step(self, batch, fit_params)
 
         def get_default_callbacks(self):
             return []  # replaced by the short list fit_module passes (no per-batch scoring)
@@ -702,8 +745,20 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
         Rows per mini-batch (clipped to the number of rows).
     learning_rate : float, default=1e-3
         Step size of the optimiser.
-    optimizer : {"adamw", "adam", "sgd", "rmsprop"} or torch optimizer class, default="adamw"
-        The optimiser.
+    optimizer : {"adamw", "adam", "sgd", "rmsprop", "lbfgs"} or torch optimizer class, default="adamw"
+        The optimiser. ``"lbfgs"`` is full-batch L-BFGS with a strong Wolfe
+        line search (torch's :class:`~torch.optim.LBFGS`): one batch of all
+        rows in their order, ``max_iter`` counts L-BFGS iterations (the solve
+        is one epoch of the net; ``loss_curve`` holds the loss at its start),
+        ``tol`` is the gradient tolerance (stop when the gradient's
+        largest entry is at most ``tol``), and the fit also stops on
+        ``optimizer_options``' ``max_eval`` objective evaluations (default
+        ``max_iter * 5 // 4``) and ``tolerance_change`` (default 1e-9), the
+        rules of torch's solver; ``history_size`` defaults to 100.
+        ``n_iter_no_change``, ``batch_size``, ``shuffle`` and
+        ``lr_schedule`` do not apply, nor ``early_stopping`` or
+        ``weight_decay`` (a ``ValueError``); ``learning_rate`` is the
+        initial step length (1.0 is torch's default).
     weight_decay : float, default=0.0
         The optimiser's ``weight_decay``.
     early_stopping : bool, default=False
@@ -737,9 +792,9 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
         The estimator's name, used in messages.
     optimizer_options : dict, default=None
         More keyword arguments of the optimiser (``momentum``, ``betas``,
-        L-BFGS's ``max_iter`` / ``line_search_fn``, ...). Optimisers that
-        re-evaluate the objective (L-BFGS) get skorch's closure; their epoch
-        loss is the one at the start of the step.
+        ``"lbfgs"``'s ``tolerance_change`` / ``history_size`` / ``max_eval``,
+        ...). An optimiser class that re-evaluates the objective gets
+        skorch's closure; its epoch loss is the one at the start of the step.
     lr_schedule_interval : {"epoch", "batch"}, default="epoch"
         Step the LR scheduler after every epoch or after every mini-batch
         (warm-up schedules counted in optimiser steps).
@@ -801,7 +856,19 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
     if lr_schedule_interval not in ("epoch", "batch"):
         raise ValueError(f"{name}: lr_schedule_interval must be 'epoch' or 'batch'; got {lr_schedule_interval!r}.")
     options = {} if optimizer_options is None else dict(optimizer_options)
-    if isinstance(optimizer, str) or weight_decay:
+    lbfgs = None
+    if isinstance(optimizer, str) and optimizer.lower() == "lbfgs":
+        for flag, label in ((early_stopping, "early_stopping"), (weight_decay, "weight_decay"),
+                            (lr_schedule is not None, "lr_schedule"), (budget != "epochs", "budget='steps'")):
+            if flag:
+                raise ValueError(f"{name}: {label} does not apply to optimizer='lbfgs' (full-batch L-BFGS stops "
+                                 "on its gradient tolerance tol).")
+        lbfgs = _LBFGSSolve(max_iter, options.pop("max_eval", max_iter * 5 // 4))
+        options.setdefault("tolerance_change", 1e-9)
+        options.update(tolerance_grad=tol, line_search_fn="strong_wolfe", max_iter=max_iter)
+        options.setdefault("history_size", 100)
+        n_iter_no_change, shuffle = None, False
+    elif isinstance(optimizer, str) or weight_decay:
         options.setdefault("weight_decay", weight_decay)
     device = torch.device(device)
     generator = _as_generator(random_state)
@@ -821,6 +888,8 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
             raise ValueError(f"{name}: X and y have inconsistent numbers of rows.")
         if n < 1:
             raise ValueError(f"{name}: no rows to train on.")
+        if lbfgs is not None:
+            batch_size, max_iter = n, 1  # the solve is one epoch: one train_step over the full batch
 
         data = _import_torch_data()(xs, yt, single)
         train_split, valid, n_train = None, None, n
@@ -862,14 +931,15 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
             module, criterion=torch.nn.Identity, optimizer=optimizer_cls, lr=learning_rate,
             **{f"optimizer__{k}": v for k, v in options.items()}, max_epochs=max_epochs, batch_size=batch_size,
             **iterator, iterator_valid=_BatchIterator, train_split=train_split, callbacks=callbacks,
-            device=None, verbose=0, loss_fn=loss_fn, train_step_fn=train_step,
+            device=None, verbose=0, loss_fn=loss_fn, train_step_fn=train_step, lbfgs=lbfgs,
         )
         if not any(p.requires_grad for p in module.parameters()):
             raise ValueError(f"{name}: nothing to train: every parameter of the module is frozen.")
         net.initialize()
         if verbose:
             print(f"[{name}] training {sum(p.numel() for _, p in net.get_all_learnable_params())} parameters "
-                  f"on {n_train} rows ({device}), up to {max_iter} {budget}",
+                  f"on {n_train} rows ({device}), up to {lbfgs.max_iter if lbfgs else max_iter} "
+                  f"{'L-BFGS iterations' if lbfgs else budget}",
                   flush=True)
         with _seeded_global_draws(generator if random_state is not None else None, device):
             net.partial_fit(data, None)
@@ -882,8 +952,9 @@ def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, 
         module.to("cpu")
     return TrainingResult(
         module=module, loss_curve=loss_curve, validation_scores=valid_curve,
-        n_iter=stream.step if budget == "steps" else len(loss_curve),
+        n_iter=stream.step if budget == "steps" else lbfgs.n_iter if lbfgs is not None else len(loss_curve),
         best_loss=None if early_stopping else min(loss_curve),
         best_validation_score=min(valid_curve) if early_stopping else None,
         epoch_times=[float(row["dur"]) for row in history], optimizer=net.optimizer_,
+        n_evaluations=None if lbfgs is None else lbfgs.evaluations,
     )

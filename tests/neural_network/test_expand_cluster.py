@@ -157,6 +157,33 @@ def test_pruning_removes_a_split_unit():
     assert kept == 0
 
 
+def test_cosine_distance_keeps_a_unit_held_at_two_scales_in_one_cluster():
+    """Every student holds teacher unit 0 as two parallel units of different norms (planted): the default cosine
+    distance keeps one cluster per teacher unit; the Euclidean distance, which compares norms, splits it."""
+    from sklearn_icml.neural_network._clustering import cluster_units
+
+    rng = np.random.RandomState(0)
+    T = rng.normal(size=(4, 5))
+    T *= np.sign(T[:, :1])  # canonical orientation (first weight positive)
+    rows, owners, teacher_of = [], [], []
+    for s in range(10):
+        for t in range(4):
+            scales = (rng.uniform(0.55, 0.8), rng.uniform(1.0, 1.3)) if t == 0 else (rng.uniform(0.9, 1.1),)
+            for r in scales:
+                rows.append(r * T[t] + 1e-3 * rng.normal(size=5))
+                owners.append(s)
+                teacher_of.append(t)
+    V, owners, teacher_of = np.array(rows), np.array(owners), np.array(teacher_of)
+    assert ExpandAndCluster().distance == "cosine"
+    clusters = cluster_units(V, owners, 10, gamma=0.8, beta=np.pi / 6, count="students", distance="cosine")
+    assert len(clusters.members) == 4 and np.all(clusters.sizes == 10)
+    # each cluster is exactly the rows of one teacher unit (brute force over the planted labels)
+    assert sorted(tuple(sorted(set(teacher_of[m]))) for m in clusters.members) == [(0,), (1,), (2,), (3,)]
+    assert sorted(len(m) for m in clusters.members) == [10, 10, 10, 20]
+    split = cluster_units(V, owners, 10, gamma=0.8, beta=np.pi / 6, count="students", distance="l2")
+    assert len(split.members) == 5
+
+
 def test_count_units_rule_and_no_cluster_fallback():
     X, y, _ = _teacher()
     units = ExpandAndCluster(**_TINY, student_max_iter=40, count="units", gamma=0.5, prune=False).fit(X, y)
@@ -313,6 +340,37 @@ def test_two_hidden_layers_run_layer_by_layer():
     assert [c.shape[1] for c in deep.coefs_[:-1]] == list(deep.hidden_layer_sizes_)
     h = np.tanh(np.tanh(X @ deep.coefs_[0] + deep.intercepts_[0]) @ deep.coefs_[1] + deep.intercepts_[1])
     np.testing.assert_allclose(deep.predict(X), (h @ deep.coefs_[2] + deep.intercepts_[2]).ravel(), atol=1e-10)
+
+
+@pytest.mark.parametrize("n_hidden_layers, steps, polish", [(1, 3000, 1000), (2, 6000, 3000), (3, 9000, 5000)])
+def test_default_student_budgets_grow_with_depth(monkeypatch, n_hidden_layers, steps, polish):
+    """student_max_iter=None and student_polish_max_iter=None: the documented depth-aware budgets reach the
+    optimisers (captured at the calls); explicit values are passed through unchanged."""
+    from sklearn_icml.neural_network import _students
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    real_fit = _students.fit_students
+
+    def fit_students(module, X, Y, *, steps, **kw):
+        seen["steps"] = steps
+        return real_fit(module, X, Y, steps=1, **kw)
+
+    def polish_students(module, X, Y, *, max_iter, **kw):
+        seen["polish"] = max_iter
+        raise Stop
+
+    monkeypatch.setattr(_students, "fit_students", fit_students)
+    monkeypatch.setattr(_students, "polish_students", polish_students)
+    X, y, _ = _teacher()
+    for params, expected in (({}, (steps, polish)), (dict(student_max_iter=7, student_polish_max_iter=11), (7, 11))):
+        seen.clear()
+        with pytest.raises(Stop):
+            ExpandAndCluster(n_hidden_layers=n_hidden_layers, n_students=2, student_width=2, **params).fit(X, y)
+        assert (seen["steps"], seen["polish"]) == expected
 
 
 def test_a_long_silent_fit_names_its_stages(monkeypatch, capsys):

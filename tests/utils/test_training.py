@@ -410,3 +410,50 @@ def test_early_stopping_stops_on_a_rising_validation_loss_and_keeps_the_best(bud
     res = fit_module(_RisingOnHeldOut(), X, y, budget=budget, max_iter=30, batch_size=9, learning_rate=0.05,
                      n_iter_no_change=None, random_state=0)
     assert res.n_iter == 30 and res.validation_scores is None
+
+
+def _reference_lbfgs(module, X, y, **options):
+    """torch's L-BFGS as one long step call: the iterations a full-batch solver runs by itself."""
+    Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
+    opt = torch.optim.LBFGS(module.parameters(), lr=1.0, line_search_fn="strong_wolfe", **options)
+
+    def closure():
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(module(Xt), yt)
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    state = opt.state[opt.param_groups[0]["params"][0]]
+    return state["n_iter"], state["func_evals"]
+
+
+@pytest.mark.parametrize("options", [
+    dict(max_iter=500, tolerance_grad=1e-7, tolerance_change=0.0, history_size=20),  # stops on the gradient
+    dict(max_iter=7, tolerance_grad=1e-14, tolerance_change=0.0, history_size=20),  # stops on max_iter
+    dict(max_iter=100, max_eval=15, tolerance_grad=1e-14, tolerance_change=0.0, history_size=5),  # on max_eval
+    dict(max_iter=500, tolerance_grad=1e-14, tolerance_change=1e-6, history_size=10),  # on a small change
+])
+def test_lbfgs_iterations_are_those_of_torchs_single_long_step(options):
+    """optimizer="lbfgs": the iterates, the iterations and the objective evaluations are bit for bit those of
+    torch's LBFGS running all its iterations in one step call, with the layer's option names."""
+    X, y = _data(n=80)
+    a, b = _net(seed=1), _net(seed=1)
+    n_iter, evals = _reference_lbfgs(b, X, y, **options)
+    opts = {k: v for k, v in options.items() if k in ("max_eval", "tolerance_change", "history_size")}
+    res = fit_module(a, X, y, optimizer="lbfgs", learning_rate=1.0, max_iter=options["max_iter"],
+                     tol=options["tolerance_grad"], optimizer_options=opts)
+    for pa, pb in zip(a.parameters(), b.parameters()):
+        assert torch.equal(pa, pb)
+    assert (res.n_iter, res.n_evaluations) == (n_iter, evals)
+    assert 1 < n_iter and len(res.loss_curve) == 1  # the solve is one epoch; its loss is the starting one
+    with torch.no_grad():
+        start = float(torch.nn.functional.mse_loss(_net(seed=1)(torch.as_tensor(X)), torch.as_tensor(y)))
+    assert res.loss_curve[0] == pytest.approx(start, rel=1e-12)
+
+
+def test_lbfgs_options_that_do_not_apply_are_refused():
+    X, y = _data()
+    for kwargs in (dict(early_stopping=True), dict(weight_decay=0.1), dict(lr_schedule="cosine")):
+        with pytest.raises(ValueError, match="does not apply to optimizer='lbfgs'"):
+            fit_module(_net(), X, y, optimizer="lbfgs", name="Est", **kwargs)
