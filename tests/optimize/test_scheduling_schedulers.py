@@ -241,7 +241,7 @@ def test_cpsat_matches_exhaustive_optimum_both_models():
                                          rng.randint(0, 2, size=len(edges)), n_stages=3, mem_weight=2.0)
         best = _exhaustive_optimum(problem)
         for model in ("compact", "expanded"):
-            solver = CPSATScheduler(time_limit=20.0, model=model).fit(problem)
+            solver = CPSATScheduler(time_limit=120.0, model=model).fit(problem)
             assert solver.status_ == "OPTIMAL"
             assert solver.objective_ == best
 

@@ -120,10 +120,10 @@ def test_constraints_legality_matches_brute_force_and_every_scheduler_is_legal(k
         np.testing.assert_array_equal(problem.is_feasible(grid), legal)
         if not legal.any():
             with pytest.raises(ValueError, match="no legal schedule"):
-                CPSATScheduler(time_limit=5).fit(problem)
+                CPSATScheduler(time_limit=120).fit(problem)
             continue
         optimum = problem.objective(grid[legal]).min()
-        cpsat = CPSATScheduler(time_limit=5).fit(problem)
+        cpsat = CPSATScheduler(time_limit=120).fit(problem)
         assert cpsat.status_ == "OPTIMAL" and cpsat.objective_ == optimum
         try:
             greedy = GreedyStageScheduler().fit(problem)
