@@ -128,7 +128,10 @@ class CPSATScheduler(StageSchedulerMixin, BaseEstimator):
     time_limit : float, default=10.0
         Solver wall-clock limit in seconds.
     n_workers : int, default=1
-        CP-SAT search workers (1 is deterministic under ``random_state``).
+        CP-SAT search workers. With 1, a fit is deterministic under
+        ``random_state`` when CP-SAT proves optimality within ``time_limit``;
+        when the wall-clock limit stops it first, the incumbent depends on the
+        machine's speed and load (``status_`` is then ``"FEASIBLE"``).
     hint : None, "greedy", array-like of shape (n_nodes,) or fitted scheduler, default=None
         Warm start: the greedy split, a legal schedule, or any fitted
         scheduler's ``schedule_`` (e.g. a :class:`GumbelScheduler`).
