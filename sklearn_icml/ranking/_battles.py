@@ -18,6 +18,23 @@ FASTCHAT_WIN_LABELS = ("model_a", "model_b")
 DEFAULT_TIE_LABELS = ("tie", "tie (bothbad)")
 
 
+class BattleInputMixin:
+    """Input tags of an estimator whose ``X`` holds battles, not a feature matrix.
+
+    Each row is two competitor ids (strings or categories allowed), then any
+    covariates. scikit-learn's data checks feed random matrices, which are no
+    battle logs (they hold self-battles); its API checks and the house checks
+    run on real battles instead.
+    """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.string = True
+        tags.input_tags.categorical = True
+        return tags
+
+
 def as_battle_array(X):
     """Turn a plain sequence into an array without stringifying numbers.
 

@@ -22,6 +22,7 @@ from ..utils._torch import as_numpy
 from . import _bt_solver
 from ._battles import (
     DEFAULT_TIE_LABELS,
+    BattleInputMixin,
     _is_in,
     _sort_keys,
     as_battle_array,
@@ -61,7 +62,7 @@ def _check_unknown(name, codes, ids, handle_unknown):
 
 
 @fill_doc
-class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
+class BradleyTerryRanker(BattleInputMixin, BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
     """Bradley-Terry ratings from pairwise battles, with sandwich or bootstrap intervals.
 
     Read more in the :ref:`User Guide <ranking>`.
@@ -709,12 +710,3 @@ class BradleyTerryRanker(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
             return pd.DataFrame(columns)
         return np.rec.fromarrays(list(columns.values()), names=list(columns))
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        # X holds battles (two competitor ids, then covariates), not a feature matrix: the random matrices of
-        # scikit-learn's data checks are no battle logs (they hold self-battles); its API checks and the house
-        # checks run on real battles
-        tags.input_tags.two_d_array = False
-        tags.input_tags.string = True
-        tags.input_tags.categorical = True
-        return tags

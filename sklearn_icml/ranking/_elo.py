@@ -14,6 +14,7 @@ from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import as_numpy
 from ._battles import (
     DEFAULT_TIE_LABELS,
+    BattleInputMixin,
     as_battle_array,
     check_distinct,
     check_ids,
@@ -49,7 +50,7 @@ def _elo_pass(ratings, a, b, score, k, scale, base):
 
 
 @fill_doc
-class EloRater(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
+class EloRater(BattleInputMixin, BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
     """Online Elo ratings from a stream of pairwise battles.
 
     Read more in the :ref:`User Guide <ranking>`.
@@ -271,12 +272,3 @@ class EloRater(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
         eta = np.log(self.base) * (r[codes[:, 0]] - r[codes[:, 1]]) / self.scale
         return eta if self.first_wins_label_ == self.classes_[1] else -eta
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        # X holds battles (two competitor ids), not a feature matrix: the random matrices of scikit-learn's data
-        # checks are no battle logs (they hold self-battles); its API checks and the house checks run on real
-        # battles
-        tags.input_tags.two_d_array = False
-        tags.input_tags.string = True
-        tags.input_tags.categorical = True
-        return tags
