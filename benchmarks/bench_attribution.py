@@ -46,7 +46,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _bench import Table, bench_args, emit  # noqa: E402
 
 from sklearn_icml.inspection import AttributionCombiner, avg_sensitivity, infidelity  # noqa: E402
-from sklearn_icml.inspection._model import make_model  # noqa: E402
 
 TORCH_METHODS = ("saliency", "input_x_gradient", ("integrated_gradients", {"n_steps": 16}),
                  ("smoothgrad", {"n_samples": 8}), ("vargrad", {"n_samples": 8}),
@@ -123,6 +122,29 @@ CASES = {
 }
 
 
+def explained_output(model):
+    """The output the combiner explains, as a function of a float64 array (``response_method="auto"``).
+
+    A torch module's forward (float32 on the CPU), else the first of ``predict_proba``,
+    ``decision_function``, ``predict`` the estimator has, as ``AttributionCombiner`` documents it; an output
+    with one column is flattened.
+    """
+    if not hasattr(model, "fit"):  # a torch module
+        import torch
+
+        def forward(X):
+            with torch.no_grad():
+                return model(torch.as_tensor(X, dtype=torch.float32)).double().numpy()
+    else:
+        forward = getattr(model, next(m for m in ("predict_proba", "decision_function", "predict")
+                                      if hasattr(model, m)))
+
+    def output(X):
+        out = np.asarray(forward(X), dtype=np.float64)
+        return out[:, 0] if out.ndim == 2 and out.shape[1] == 1 else out
+    return output
+
+
 # ------------------------------------------------------------------------------------------------
 # captum peers, as explain functions (n, d) -> (n, d) with the target of each row fixed
 # ------------------------------------------------------------------------------------------------
@@ -144,7 +166,7 @@ def captum_explainers(model, kind, comb, targets_of):
         forward = model
         dtype = torch.float32
     else:
-        raw = make_model(model).raw  # the same output as ours: decision_function or predict_proba
+        raw = explained_output(model)  # the same output as ours: decision_function or predict_proba
 
         def forward(x):
             return torch.from_numpy(raw(x.detach().numpy().astype(np.float64)))
@@ -270,7 +292,8 @@ def run_case(name, make, seed, args, tables, bars, diagnostics):
     # captum peers on the same inputs and perturbations
     draws = res["draws"]
     model_obj = comb.estimator_
-    t_of = make_model(model_obj, device=args.device).resolve_target(Xe, None)
+    out = explained_output(model_obj)(Xe)
+    t_of = None if out.ndim == 1 else np.argmax(out, axis=1)  # the predicted class, as the combiner's target
 
     def targets_of(rows):
         if t_of is None:
