@@ -544,6 +544,46 @@ def tabular_tables(args, sizes):
 
 
 # -- training-layer overhead: the meta-training loop before the port, kept for comparison -----------------------
+def _init_network(rng, n_in, n_hidden, n_layers, n_features):
+    """The former loop's initial weights, drawn like torch's ``nn.Linear`` default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+
+    The same draws as MetaLFBOClassifier's initialisation, in the same order, so both start alike on a seed.
+    """
+    sizes = [n_in] + [n_hidden] * (n_layers - 1) + [n_features]
+    coefs, intercepts = [], []
+    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+        bound = 1.0 / np.sqrt(fan_in)
+        coefs.append(rng.uniform(-bound, bound, size=(fan_in, fan_out)))
+        intercepts.append(rng.uniform(-bound, bound, size=fan_out))
+    bound = 1.0 / np.sqrt(n_features)
+    return coefs, intercepts, rng.uniform(-bound, bound, size=n_features), float(rng.uniform(-bound, bound))
+
+
+def _embedding_penalty_terms(E):
+    """MALIBO's embedding regulariser: squared KS distance of each dimension to N(0, 1) (mean over dimensions)
+    and the mean squared error of the embeddings' covariance to the identity."""
+    T = E.shape[0]
+    sorted_E, _ = torch.sort(E.T.contiguous(), dim=1)
+    cdf = torch.special.ndtr(sorted_E)
+    i = torch.arange(1, T + 1, dtype=E.dtype, device=E.device)
+    ks = torch.maximum((i / T - cdf).max(dim=1).values, (cdf - (i - 1) / T).max(dim=1).values)
+    ks_term = (ks ** 2).mean()
+    if T < 2:
+        return ks_term, torch.zeros((), dtype=E.dtype, device=E.device)
+    centred = E - E.mean(dim=0, keepdim=True)
+    cov = centred.T @ centred / (T - 1)
+    eye = torch.eye(E.shape[1], dtype=E.dtype, device=E.device)
+    return ks_term, ((cov - eye) ** 2).mean()
+
+
+def _null_penalty_scales(rng, n_tasks, n_features, n_draws=64):
+    """Weights making each penalty term equal 0.5 on average for truly N(0, I) embeddings."""
+    draws = torch.from_numpy(rng.standard_normal((n_draws, n_tasks, n_features)))
+    ks, cov = zip(*(_embedding_penalty_terms(d) for d in draws))
+    ks_mean, cov_mean = float(torch.stack(ks).mean()), float(torch.stack(cov).mean())
+    return 0.5 / max(ks_mean, 1e-12), (0.5 / cov_mean if cov_mean > 0 else 0.0)
+
+
 def hand_loop_meta_train(tasks, *, n_features, n_hidden, n_layers, max_iter, random_state, gamma=1 / 3,
                          weight_type="ei", embedding_loss_weight=0.1, embedding_noise=0.1, batch_size=256,
                          learning_rate=1e-3, lr_decay=0.999, validation_fraction=0.0, split="task", patience=20):
@@ -562,9 +602,7 @@ def hand_loop_meta_train(tasks, *, n_features, n_hidden, n_layers, max_iter, ran
     import torch.nn.functional as F
     from sklearn.utils import check_random_state
 
-    from sklearn_icml.optimize._lfbo import _lfbo_rows
-    from sklearn_icml.optimize._meta_lfbo import _init_network, _null_penalty_scales
-    from sklearn_icml.optimize._meta_lfbo_net import embedding_penalty_terms
+    from sklearn_icml.optimize import likelihood_free_training_set
     from sklearn_icml.utils import to_numpy, to_tensor, torch_generator
 
     rng = check_random_state(random_state)
@@ -580,7 +618,10 @@ def hand_loop_meta_train(tasks, *, n_features, n_hidden, n_layers, max_iter, ran
     rows_X, rows_label, rows_weight, rows_task, rows_val = [], [], [], [], []
     offset = 0
     for t, (X_t, y_t) in enumerate(tasks):
-        index, labels, weights, _ = _lfbo_rows(y_t, gamma, weight_type)
+        # the source row of each training row: the training set of the observations' indices
+        index, labels, weights = likelihood_free_training_set(np.arange(X_t.shape[0])[:, None], y_t, gamma=gamma,
+                                                              weight_type=weight_type)
+        index = index[:, 0].astype(np.int64)
         is_val = obs_val[offset:offset + X_t.shape[0]].copy()
         offset += X_t.shape[0]
         n_val = int(validation_fraction * X_t.shape[0]) if split == "task" else 0
@@ -625,7 +666,7 @@ def hand_loop_meta_train(tasks, *, n_features, n_hidden, n_layers, max_iter, ran
         return phi @ wm + bm + (phi * z).sum(dim=1)
 
     def penalty():
-        ks, cov = embedding_penalty_terms(E)
+        ks, cov = _embedding_penalty_terms(E)
         return embedding_loss_weight * (ks_scale * ks + cov_scale * cov)
 
     def bce(a, lab, w):
