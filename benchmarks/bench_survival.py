@@ -55,8 +55,6 @@ from sklearn_icml.survival import (  # noqa: E402
     PrototypeSurvival,
     concordance_index,
 )
-from sklearn_icml.survival._bags import padded_batch  # noqa: E402
-from sklearn_icml.survival._base import cox_negative_log_likelihood, cox_sort_keys  # noqa: E402
 from sklearn_icml.utils import resolve_device, torch_generator  # noqa: E402
 
 torch.set_num_threads(1)  # benchmark configuration (shared 2-core machine); the library never does this
@@ -109,6 +107,34 @@ def token_features(split, info, seed, output):
         scaler = StandardScaler().fit(X_tr)
         X_tr, X_te = scaler.transform(X_tr), scaler.transform(X_te)
     return X_tr, X_te, list(pe.pathway_sizes_), enc
+
+
+# -- the attention-MIL peer: its padding and its Cox loss are its own --------------------------------------------
+def padded_batch(flat, offsets, index):
+    """Pad the bags ``index`` of a flat store into ``(len(index), max_len, d)`` zeros plus a boolean mask."""
+    starts = offsets[index]
+    lengths = offsets[np.asarray(index) + 1] - starts
+    bag_ids = np.repeat(np.arange(len(index)), lengths)
+    within = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    out = np.zeros((len(index), int(lengths.max()), flat.shape[1]), dtype=flat.dtype)
+    out[bag_ids, within] = flat[np.repeat(starts, lengths) + within]
+    mask = np.zeros(out.shape[:2], dtype=bool)
+    mask[bag_ids, within] = True
+    return out, mask
+
+
+def cox_sort_keys(time):
+    """Descending-time order and, per sorted position, the last index of its tied-time group (Breslow's ties)."""
+    order = np.argsort(-time, kind="mergesort")
+    t_sorted = time[order]
+    return order, np.searchsorted(-t_sorted, -t_sorted, side="right") - 1
+
+
+def cox_negative_log_likelihood(log_risk, event, last, normalizer):
+    """Breslow negative log partial likelihood on samples sorted by descending time: the risk set of a sample is
+    every sample up to the end of its tied-time group."""
+    log_risk_set = torch.logcumsumexp(log_risk, dim=0)[last]
+    return -((log_risk - log_risk_set) * event).sum() / normalizer
 
 
 class AttentionMIL(torch.nn.Module):
