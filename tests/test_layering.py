@@ -151,7 +151,6 @@ KNOWN_BENCHMARK_PRIVATE_IMPORTS = {
     ("bench_expand_cluster", "neural_network._students"): "the student training steps, timed one by one",
     ("bench_language", "language._counts"): "head_histograms, the kernel timed against a Python loop",
     ("bench_private_evolution", "generative._pe_voting"): "the nearest-neighbour vote kernels, timed",
-    ("bench_private_evolution", "generative._minilm"): "load_minilm: whether the text extra's offline model loads",
     ("bench_training_layer", "survival._base"): "the training layer against the loops it replaced",
     ("bench_training_layer", "survival._cox"): "the training layer against the loops it replaced",
     ("bench_training_layer", "survival._fusion_net"): "the training layer against the loops it replaced",
