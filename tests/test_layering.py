@@ -150,13 +150,15 @@ KNOWN_BENCHMARK_PRIVATE_IMPORTS = {
     ("bench_auto_linear", "utils._training"): "fit_module, the training layer measured itself",
     ("bench_expand_cluster", "neural_network._students"): "the student training steps, timed one by one",
     ("bench_language", "language._counts"): "head_histograms, the kernel timed against a Python loop",
-    ("bench_private_evolution", "generative._pe_voting"): "the nearest-neighbour vote kernels, timed",
+    ("bench_private_evolution", "generative._pe_voting"): "the vote kernel each round of a fit runs, timed alone "
+                                                         "against NearestNeighbors (no public call runs it alone)",
     ("bench_training_layer", "survival._base"): "the training layer against the loops it replaced",
     ("bench_training_layer", "survival._cox"): "the training layer against the loops it replaced",
     ("bench_training_layer", "survival._fusion_net"): "the training layer against the loops it replaced",
     ("bench_training_layer", "utils._mlp"): "the training layer against the loops it replaced",
     ("bench_training_layer", "utils._training"): "the training layer against the loops it replaced",
-    ("bench_wgan", "generative._wgan_training"): "the WGAN training loop, timed alone",
+    ("bench_wgan", "generative._wgan_training"): "the training loop timed with and without the inverse network "
+                                                "(a fit always trains the inverse: inverse_penalty=0 detaches it)",
 }
 
 
