@@ -170,13 +170,57 @@ class _Record:
         self.rows.append((args, kwargs))
 
 
+def _score_inverse(predictors, S_test, V_test, ssim, case, seed, ours, t_mae, t_ssim, t_rmse=None):
+    """Inverse MAE, SSIM (``ssim(V_test, V_hat)``) and optionally RMSE of each predictor, recorded; MAE and SSIM."""
+    mae, ssims = {}, {}
+    for name, predict in predictors.items():
+        V_hat = predict(S_test)
+        mae[name], ssims[name] = np.abs(V_hat - V_test).mean(), ssim(V_test, V_hat)
+        t_mae.add(case, name, mae[name], ours=name == ours, seed=seed)
+        t_ssim.add(case, name, ssims[name], ours=name == ours, seed=seed)
+        if t_rmse is not None:
+            t_rmse.add(case, name, np.sqrt(((V_hat - V_test) ** 2).mean()), ours=name == ours, seed=seed)
+    return mae, ssims
+
+
+def _score_forward(predictors, V_test, S_test, case, seed, ours, t_fwd):
+    """Forward MAE over the std of the test traces of each predictor, recorded; the values by name."""
+    scale = S_test.std()
+    fwd = {}
+    for name, predict in predictors.items():
+        fwd[name] = np.abs(predict(V_test) - S_test).mean() / scale
+        t_fwd.add(case, name, fwd[name], ours=name == ours, seed=seed)
+    return fwd
+
+
+def _bridge_space_values(ratios, n, ours, latent, **metrics):
+    """Per-seed values of ours and of the latent-space row at ``n`` pairs (``metrics``: name -> values by method)."""
+    for metric, values in metrics.items():
+        for k in (ours, latent):
+            ratios.setdefault(f"bridge|{metric}|{k}|{n}", []).append(values[k])
+
+
+def _bridge_space_note(table, ratios, seeds, sizes, ours, latent):
+    """Latent-space bridges against ours (output-space), per metric and size: ratio of the means, paired verdict."""
+    parts = []
+    for metric, label, higher in (("mae", "inverse MAE", False), ("ssim", "inverse SSIM", True),
+                                  ("fwd", "forward MAE", False)):
+        cells = []
+        for n in sizes:
+            a, b = ratios[f"bridge|{metric}|{latent}|{n}"], ratios[f"bridge|{metric}|{ours}|{n}"]
+            verdict = paired_verdict(list(zip(seeds, a)), list(zip(seeds, b)), higher_is_better=higher)[0]
+            cells.append(f"{np.mean(a) / np.mean(b):.2f}x ({verdict}) at {n} pairs")
+        parts.append(f"{label} " + ", ".join(cells))
+    table.note(f"Bridge space: {latent} / {ours} (output-space bridges, the default), ratio of the means over seeds "
+               "and the latent row's paired verdict: " + "; ".join(parts) + ".")
+
+
 def _one_seed(seed, quick, device):
     """One seed of the quality tables (a process of its own with ``--jobs``): recorded rows and ratios."""
     n_pool, steps = (1000, 300) if quick else (3000, 1500)
     t_mae, t_rmse, t_ssim, t_fwd, t_r2, t_time = (_Record() for _ in range(6))
     ratios = {}
     S_pool, V_pool, S_pairs, V_pairs, S_test, V_test = _data(seed, n_pool)
-    scale = S_test.std()
     start, cpu_start = time.perf_counter(), time.process_time()
     ours = AutoLinear(max_iter=steps, device=device, random_state=seed).fit(
         S_pairs[:200], V_pairs[:200], X_unpaired=S_pool, y_unpaired=V_pool)
@@ -192,21 +236,12 @@ def _one_seed(seed, quick, device):
         pca_n = AutoLinear(pca.encoder_x_, pca.encoder_y_, refit_encoders=False).fit(S, V)
         inverse = {OURS: model.predict, LATENT_AL: latent.predict, PCA_AL: pca_n.predict,
                    **_inverse_peers(S, V, seed)}
-        mae, ssim = {}, {}
-        for name, predict in inverse.items():
-            V_hat = predict(S_test)
-            mae[name] = np.abs(V_hat - V_test).mean()
-            ssim[name] = ssim_1d(V_test, V_hat, value_range=V_RANGE)
-            is_ours = name == OURS
-            t_mae.add(case, name, mae[name], ours=is_ours, seed=seed)
-            t_rmse.add(case, name, np.sqrt(((V_hat - V_test) ** 2).mean()), ours=is_ours, seed=seed)
-            t_ssim.add(case, name, ssim[name], ours=is_ours, seed=seed)
+        mae, ssim = _score_inverse(inverse, S_test, V_test, lambda A, B: ssim_1d(A, B, value_range=V_RANGE), case,
+                                   seed, OURS, t_mae, t_ssim, t_rmse)
         forward = {OURS: model.predict_forward, LATENT_AL: latent.predict_forward, PCA_AL: pca_n.predict_forward,
                    **_forward_peers(S, V, seed)}
-        fwd = {}
-        for name, predict in forward.items():
-            fwd[name] = np.abs(predict(V_test) - S_test).mean() / scale
-            t_fwd.add(case, name, fwd[name], ours=name == OURS, seed=seed)
+        fwd = _score_forward(forward, V_test, S_test, case, seed, OURS, t_fwd)
+        _bridge_space_values(ratios, n, OURS, LATENT_AL, mae=mae, ssim=ssim, fwd=fwd)
         t_r2.add(case, OURS, model.latent_r2_, ours=True, seed=seed)
         t_r2.add(case, PCA_AL, pca_n.latent_r2_, seed=seed)
         ratios.setdefault(f"mlp{n}", []).append(mae[OURS] / mae[MLP])
@@ -288,6 +323,7 @@ def one_d(args):
                 "which runs nothing else.")
     t_mae.note("The rows of other sizes than 200 pairs reuse the encoders of the 200-pair fit, frozen (they saw "
                "the pools and the 200 pairs' traces and logs, never which goes with which).")
+    _bridge_space_note(t_mae, ratios, list(args.seeds), SIZES, OURS, LATENT_AL)
     return [t_mae, t_rmse, t_ssim, t_fwd, t_r2, t_time]
 
 
@@ -380,7 +416,6 @@ def _one_seed_2d(seed, quick):
     t_mae, t_ssim, t_fwd, t_r2, t_time = (_Record() for _ in range(5))
     ratios = {}
     S_pool, V_pool, S_pairs, V_pairs, S_test, V_test = _data_2d(seed, n_pool, top, n_test)
-    scale = S_test.std()
     small = _small_pool_name(n_small)
     start, cpu_start = time.perf_counter(), time.process_time()
     ours = _autolinear_2d(steps, seed).fit(S_pairs, V_pairs, X_unpaired=S_pool, y_unpaired=V_pool)
@@ -402,19 +437,13 @@ def _one_seed_2d(seed, quick):
         t_time.add(f"{CONV_NET}, {n} pairs", CONV_NET, time.perf_counter() - start, seed=seed)
         inverse = {OURS_2D: model.predict, LATENT_2D_AL: latent.predict, small: small_n.predict,
                    PCA_AL: pca_n.predict, **_renamed(_inverse_peers(S, V, seed)), CONV_NET: conv_net}
-        mae, ssim = {}, {}
-        for name, predict in inverse.items():
-            V_hat = predict(S_test)
-            mae[name] = np.abs(V_hat - V_test).mean()
-            ssim[name] = ssim_2d(V_test, V_hat, shape=GRID_2D, value_range=V_RANGE)
-            t_mae.add(case, name, mae[name], ours=name == OURS_2D, seed=seed)
-            t_ssim.add(case, name, ssim[name], ours=name == OURS_2D, seed=seed)
+        mae, ssim = _score_inverse(inverse, S_test, V_test,
+                                   lambda A, B: ssim_2d(A, B, shape=GRID_2D, value_range=V_RANGE), case, seed,
+                                   OURS_2D, t_mae, t_ssim)
         forward = {OURS_2D: model.predict_forward, LATENT_2D_AL: latent.predict_forward, PCA_AL: pca_n.predict_forward,
                    **_renamed(_forward_peers(S, V, seed))}
-        fwd = {}
-        for name, predict in forward.items():
-            fwd[name] = np.abs(predict(V_test) - S_test).mean() / scale
-            t_fwd.add(case, name, fwd[name], ours=name == OURS_2D, seed=seed)
+        fwd = _score_forward(forward, V_test, S_test, case, seed, OURS_2D, t_fwd)
+        _bridge_space_values(ratios, n, OURS_2D, LATENT_2D_AL, mae=mae, ssim=ssim, fwd=fwd)
         t_r2.add(case, OURS_2D, model.latent_r2_, ours=True, seed=seed)
         t_r2.add(case, PCA_AL, pca_n.latent_r2_, seed=seed)
         for k in (*PAIRED_ONLY_2D, PCA_AL, small):
@@ -496,6 +525,7 @@ def two_d(args):
     for k in (LATENT_2D_AL, small, PCA_AL):
         t_mae.note(f"{k} / the best paired-only peer by mean MAE, paired verdict: " + ", ".join(
             "{:.2f}x ({}) at {} pairs".format(*versus(k, best_mean[n], n), n) for n in SIZES_2D) + ".")
+    _bridge_space_note(t_mae, ratios, seeds, SIZES_2D, OURS_2D, LATENT_2D_AL)
     t_mae.note(f"Pools of {n_pool} against {n_small} rows per domain (ours / {small}), paired verdict: " + ", ".join(
         "{:.2f}x ({}) at {} pairs".format(*versus(OURS_2D, small, n), n) for n in SIZES_2D) + ".")
     t_mae.note("Median over seeds of ours / each peer: " + "; ".join(
@@ -521,21 +551,9 @@ def two_d(args):
 def _paired_conv_net(shape_x, shape_y, channels, n_components, seed):
     """InversionNet-style baseline: the conv encoder of the traces and the conv decoder of the maps, one network."""
     import torch
+    from _inversion_net import InversionNet
 
-    from sklearn_icml.cross_domain._mae_networks import ConvAutoencoder
-
-    g = torch.Generator().manual_seed(seed)
-    enc, dec = ConvAutoencoder(shape_x, channels, n_components, g), ConvAutoencoder(shape_y, channels, n_components, g)
-
-    class Net(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.enc, self.dec = enc, dec
-
-        def forward(self, x):
-            return self.dec.decode(self.enc.encode(x))
-
-    return Net()
+    return InversionNet(shape_x, shape_y, channels, n_components, torch.Generator().manual_seed(seed))
 
 
 def gpu(args):

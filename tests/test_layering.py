@@ -146,7 +146,6 @@ def test_the_tour_lives_in_one_place_and_imports_public_names():
 #: own helper modules (``benchmarks/_*.py``) that emulate an earlier code path patch the library's internals by
 #: design and are not scanned.
 KNOWN_BENCHMARK_PRIVATE_IMPORTS = {
-    ("bench_auto_linear", "cross_domain._mae_networks"): "the autoencoder network, trained by the raw loop",
     ("bench_auto_linear", "utils._training"): "fit_module, the training layer measured itself",
     ("bench_expand_cluster", "neural_network._students"): "the student training steps, timed one by one",
     ("bench_language", "language._counts"): "head_histograms, the kernel timed against a Python loop",
