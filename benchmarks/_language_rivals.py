@@ -32,7 +32,8 @@ from sklearn_icml.language._counts import head_histograms
 from sklearn_icml.language._modules import NGramHead, NGramTransformer, build_seeded
 from sklearn_icml.language._sequences import next_token_targets, scored_positions
 
-__all__ = ["ARCHITECTURES", "RecurrentLM", "S4D", "build_lm", "histograms", "learning_curve"]
+__all__ = ["ARCHITECTURES", "RecurrentLM", "S4D", "build_lm", "hidden_states", "histograms", "learning_curve",
+           "probe_tvd"]
 
 ARCHITECTURES = ("transformer", "lstm", "s4d")
 
@@ -202,3 +203,50 @@ def learning_curve(net, train, test, checkpoints, evaluate, *, ngram_orders, voc
             if stop is not None and stop(out):
                 break
     return out
+
+
+def hidden_states(net, X, hist, batch_size=50):
+    """The residual stream after each block of an :class:`NGramTransformer`: a list of ``(n, L, d_model)`` arrays."""
+    captured = [[] for _ in net.blocks]
+    hooks = [block.register_forward_hook(lambda _m, _i, out, k=k: captured[k].append(out.detach().double().numpy()))
+             for k, block in enumerate(net.blocks)]
+    try:
+        net.eval()
+        with torch.no_grad():
+            for lo in range(0, len(X), batch_size):
+                h = None if hist is None else torch.as_tensor(hist[lo:lo + batch_size])
+                net(torch.as_tensor(X[lo:lo + batch_size]), h)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return [np.concatenate(c) for c in captured]
+
+
+def probe_tvd(train_features, train_target, test_features, test_target, *, max_iter=100):
+    """Fit a linear softmax probe from features to target distributions; its mean TVD on the test rows.
+
+    ``*_features`` ``(n, d)``, ``*_target`` ``(n, vocab)`` rows summing to 1.
+    The probe is ``softmax(W x + b)`` on standardised features, fitted by
+    L-BFGS on the cross-entropy to the soft targets (an L2 penalty of 1e-4 on
+    ``W``); the score is ``mean_i 0.5 * ||probe(x_i) - target_i||_1``.
+    """
+    mean, std = train_features.mean(0), train_features.std(0) + 1e-8
+    xtr = torch.as_tensor((train_features - mean) / std)
+    xte = torch.as_tensor((test_features - mean) / std)
+    ytr = torch.as_tensor(train_target, dtype=torch.float64)
+    generator = torch.Generator().manual_seed(0)
+    weight = (0.01 * torch.randn(xtr.shape[1], ytr.shape[1], generator=generator, dtype=torch.float64)
+              ).requires_grad_()
+    bias = torch.zeros(ytr.shape[1], dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.LBFGS([weight, bias], max_iter=max_iter, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = -(ytr * torch.log_softmax(xtr @ weight + bias, -1)).sum(-1).mean() + 1e-4 * (weight ** 2).sum()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    with torch.no_grad():
+        pred = torch.softmax(xte @ weight + bias, -1).numpy()
+    return float(0.5 * np.abs(pred - test_target).sum(-1).mean())
