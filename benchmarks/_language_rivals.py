@@ -4,7 +4,7 @@ The rivals are the paper's other model families at the size of
 :class:`~sklearn_icml.language.NGramTransformerLM` (``d_model`` 64, 2
 layers), each with or without the same n-gram heads on the embeddings
 (:class:`sklearn_icml.language._modules.NGramHead`, fed by the in-context
-histograms of :func:`sklearn_icml.language._counts.head_histograms`):
+histograms of :func:`sklearn_icml.language.ngram_head_histograms`):
 
 * ``lstm``: a 2-layer LSTM;
 * ``s4d``: a diagonal linear state-space model (S4D-Lin, Gu et al. 2022) in
@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from sklearn_icml.language._counts import head_histograms
+from sklearn_icml.language import ngram_head_histograms
 from sklearn_icml.language._modules import NGramHead, NGramTransformer, build_seeded
 from sklearn_icml.language._sequences import next_token_targets, scored_positions
 
@@ -42,7 +42,7 @@ def histograms(X, orders, vocab_size):
     """The heads' in-context histograms, (n_sequences, n_orders, L, vocab_size) float32 (None without heads)."""
     if not orders:
         return None
-    return np.stack([head_histograms(X, order, vocab_size) for order in orders], axis=1)
+    return np.stack([ngram_head_histograms(X, order, vocab_size=vocab_size) for order in orders], axis=1)
 
 
 class S4D(nn.Module):

@@ -42,8 +42,8 @@ from sklearn_icml.language import (  # noqa: E402
     NGramTransformerLM,
     dfa_accuracy,
     next_token_tvd,
+    ngram_head_histograms,
 )
-from sklearn_icml.language._counts import head_histograms  # noqa: E402
 
 SEP = 18
 ARCH_LEN = 128
@@ -133,16 +133,16 @@ def histogram_table(args):
     table = Table("In-context histograms (orders 1-3) of 1000 x 256 tokens", "seconds", higher_is_better=False)
     data = make_regular_languages(1000, random_state=0)
     for _ in args.seeds:
-        ours = timed(lambda: [head_histograms(data.sequences, k, 19) for k in (1, 2, 3)])
+        ours = timed(lambda: [ngram_head_histograms(data.sequences, k, vocab_size=19) for k in (1, 2, 3)])
         start = time.perf_counter()
         for k in (1, 2, 3):
             _python_loop_histograms(data.sequences[:20], k, 19)
         loop = (time.perf_counter() - start) * len(data.sequences) / 20
-        table.add("1000 x 256", "head_histograms (hashed contexts, one sort)", ours, ours=True)
+        table.add("1000 x 256", "ngram_head_histograms (hashed contexts, one sort)", ours, ours=True)
         table.add("1000 x 256", "per-position Python loop (20 sequences, scaled)", loop)
-    table.bar("per-position Python loop / head_histograms, time (target: vectorised histograms at least 10x "
+    table.bar("per-position Python loop / ngram_head_histograms, time (target: vectorised histograms at least 10x "
               "faster than the loop)", table.mean("1000 x 256", "per-position Python loop (20 sequences, scaled)")
-              / table.mean("1000 x 256", "head_histograms (hashed contexts, one sort)"), 10.0, op=">=")
+              / table.mean("1000 x 256", "ngram_head_histograms (hashed contexts, one sort)"), 10.0, op=">=")
     return table
 
 
@@ -158,14 +158,59 @@ def _steps_case(steps):
     return f"{steps} steps"
 
 
-def architecture_tables(args, discount):
-    """Tables 3: every architecture with and without heads, scored along its learning curve."""
+def _architecture_data():
     train = make_regular_languages(2000, max_len=ARCH_LEN, random_state=1000)
     test = make_regular_languages(300, max_len=ARCH_LEN, exclude=train.automata, random_state=0)
+    return train, test
+
+
+def _budgets(quick):
+    """Doubling step counts: the recurrent and state-space rows, and the Transformer rows (until the plateau)."""
+    short = (25, 50, 100) if quick else (50, 100, 200, 400)
+    long = (25, 50, 100, 200) if quick else (50, 100, 200, 400, 800, 1600, 3200, 6400)
+    return short, long
+
+
+class _Evaluate:
+    """DFA accuracy and TVD of a model's next-token distributions on the test languages (picklable)."""
+
+    def __init__(self, X, valid):
+        self.X, self.valid = X, valid
+
+    def __call__(self, proba):
+        return dfa_accuracy(self.X, self.valid, proba), next_token_tvd(self.X, self.valid, proba)
+
+
+def _architecture_seed(seed, quick):
+    """One seed of tables 3 (a process of its own with ``--jobs``): the curves and the probes' TVDs."""
+    train, test = _architecture_data()
+    X = test.sequences
+    evaluate = _Evaluate(X, test.valid_next)
+    short, long = _budgets(quick)
+    curves, nets = {}, {}
+    for kind in ARCHITECTURES:
+        for orders in ((), HEADS):  # the vanilla model first: with heads, the Transformer trains as long
+            if kind != "transformer":
+                checkpoints = short
+            else:
+                checkpoints = long if not orders else tuple(curves[(kind, ())])
+            net = build_lm(kind, 19, ARCH_LEN, orders, seed)
+            stop = _plateaued if kind == "transformer" and not orders else None
+            curve = learning_curve(net, train.sequences, X, set(checkpoints), evaluate, ngram_orders=orders,
+                                   vocab_size=19, separator=SEP, seed=seed, stop=stop)
+            curves[(kind, orders)] = curve
+            if kind == "transformer":
+                nets[orders] = net
+            print(f"# {_arch_name(kind, orders)}, seed {seed}: "
+                  + ", ".join(f"{k}: {v[0][0]:.3f}" for k, v in sorted(curve.items())), file=sys.stderr, flush=True)
+    return curves, _probe_seed(train, X, nets, seed)
+
+
+def architecture_tables(args, discount):
+    """Tables 3: every architecture with and without heads, scored along its learning curve."""
+    train, test = _architecture_data()
     X, valid = test.sequences, test.valid_next
-    # doubling step counts; the vanilla Transformer goes on until it has plateaued (or to the last count)
-    short = (25, 50, 100) if args.quick else (50, 100, 200, 400)
-    long = (25, 50, 100, 200) if args.quick else (50, 100, 200, 400, 800, 1600, 3200, 6400)
+    short, long = _budgets(args.quick)
     acc = Table(f"Architectures at equal compute ({ARCH_LEN}-token sequences): DFA accuracy", "accuracy",
                 higher_is_better=True)
     tvd = Table(f"Architectures at equal compute ({ARCH_LEN}-token sequences): TVD", "TVD", higher_is_better=False)
@@ -173,48 +218,47 @@ def architecture_tables(args, discount):
                  higher_is_better=True, verdicts=False)
     cost = Table(f"Training seconds per 100 optimiser steps (batches of 16 {ARCH_LEN}-token sequences)", "seconds",
                  higher_is_better=False, verdicts=False)
+    probe = Table("Probing the Transformers' hidden states for in-context n-gram statistics: TVD of a linear probe",
+                  "probe TVD", higher_is_better=False, verdicts=False)
     references = {}
     kn_name = f"in-context Kneser-Ney 3-gram (discount {discount:g})"
     for name, proba in ((kn_name, in_context_kneser_ney(X, order=3, discount=discount)),
                         ("InContextNGram(order=3, katz)", InContextNGram(order=3).fit(X).predict_proba(X))):
         references[name] = (dfa_accuracy(X, valid, proba), next_token_tvd(X, valid, proba))
 
-    def evaluate(proba):
-        return dfa_accuracy(X, valid, proba), next_token_tvd(X, valid, proba)
+    if args.jobs > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
 
-    curves, nets = {}, {}
-    for seed in args.seeds:
+        with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            done = list(pool.map(_architecture_seed, args.seeds, [args.quick] * len(args.seeds)))
+    else:
+        done = [_architecture_seed(seed, args.quick) for seed in args.seeds]
+    curves, probes = {}, {}
+    for seed, (seed_curves, seed_probes) in zip(args.seeds, done):  # in seed order
+        for (kind, orders), curve in seed_curves.items():
+            curves[(kind, orders, seed)] = curve
+            name = _arch_name(kind, orders)
+            for steps, ((a, t), _) in sorted(curve.items()):
+                acc.add(_steps_case(steps), name, a, ours=bool(orders), seed=seed)
+                tvd.add(_steps_case(steps), name, t, ours=bool(orders), seed=seed)
+            last = max(curve)
+            cost.add("training", name, 100 * curve[last][1] / last, ours=bool(orders), seed=seed)
         for kind in ARCHITECTURES:
-            for orders in ((), HEADS):  # the vanilla model first: with heads, the Transformer trains as long
-                if kind != "transformer":
-                    checkpoints = short
-                else:
-                    checkpoints = long if not orders else tuple(curves[(kind, (), seed)])
-                net = build_lm(kind, 19, ARCH_LEN, orders, seed)
-                stop = _plateaued if kind == "transformer" and not orders else None
-                curve = learning_curve(net, train.sequences, X, set(checkpoints), evaluate, ngram_orders=orders,
-                                       vocab_size=19, separator=SEP, seed=seed, stop=stop)
-                curves[(kind, orders, seed)] = curve
-                if kind == "transformer":
-                    nets[(orders, seed)] = net
-                name = _arch_name(kind, orders)
-                for steps, ((a, t), _) in sorted(curve.items()):
-                    acc.add(_steps_case(steps), name, a, ours=bool(orders), seed=seed)
-                    tvd.add(_steps_case(steps), name, t, ours=bool(orders), seed=seed)
-                last = max(curve)
-                cost.add("training", name, 100 * curve[last][1] / last, ours=bool(orders), seed=seed)
-                print(f"# {name}, seed {seed}: " + ", ".join(f"{k}: {v[0][0]:.3f}" for k, v in sorted(curve.items())),
-                      file=sys.stderr, flush=True)
             for steps in sorted(set(curves[(kind, (), seed)]) & set(curves[(kind, HEADS, seed)])):
                 gain.add(_steps_case(steps), ARCH_NAMES[kind],
                          curves[(kind, HEADS, seed)][steps][0][0] - curves[(kind, (), seed)][steps][0][0],
                          ours=True, seed=seed)
+        for (case, name, ours), value in seed_probes.items():
+            probe.add(case, name, value, ours=ours, seed=seed)
+            probes.setdefault((case, name), []).append(value)
     for case in list(dict.fromkeys(r["case"] for r in acc.rows())):
         for name, (a, t) in references.items():
             for seed in args.seeds:
                 acc.add(case, name, a, seed=seed)
                 tvd.add(case, name, t, seed=seed)
     _architecture_verdicts(acc, gain, curves, references[kn_name][0], args)
+    _probe_claim(probe, probes)
     acc.note(f"Sequences of {ARCH_LEN} tokens (the languages of table 1's generator, truncated), d_model 64 and 2 "
              "layers (blocks) for every model, n-gram heads of orders 1-3 on the embeddings; each row is one "
              "training run per seed scored at each step count (AdamW 1e-3, weight decay 0.01, batches of 16 "
@@ -225,46 +269,45 @@ def architecture_tables(args, discount):
              "with heads trains as long, so that the two are compared at equal compute along the whole curve. The "
              "in-context n-grams are untrained peers, the same in every case.")
     cost.note("Wall-clock seconds of the optimiser steps alone (no evaluation), on the loaded shared machine of the "
-              "provenance line: compare rows with each other, not with other pages.")
-    probe = probing_table(train, X, nets, args)
+              f"provenance line, the seeds in {args.jobs} process(es) at once: compare rows with each other, not "
+              "with other pages.")
     return [acc, tvd, gain, cost, probe]
 
 
 PROBE_CONTEXTS = (1, 2)
 PROBE_TRAIN = 200
+PROBE_NAMES = ("Transformer (vanilla), trained to its plateau", "Transformer + n-gram heads, trained as long",
+               "Transformer (vanilla) at its random initialisation (control)")
 
 
-def probing_table(train, X, nets, args):
+def _probe_case(k, layer):
+    return f"context of {k} token{'s' if k > 1 else ''}, after block {layer + 1}"
+
+
+def _probe_seed(train, X, nets, seed):
     """Linear probes from the Transformers' hidden states to the in-context n-gram next-token distributions."""
-    table = Table("Probing the Transformers' hidden states for in-context n-gram statistics: TVD of a linear probe",
-                  "probe TVD", higher_is_better=False, verdicts=False)
     Xtr = train.sequences[:PROBE_TRAIN]
-    targets = {k: (head_histograms(Xtr, k, 19), head_histograms(X, k, 19)) for k in PROBE_CONTEXTS}
-    names = {"trained": ("Transformer (vanilla), trained to its plateau",
-                         "Transformer + n-gram heads, trained as long"),
-             "control": "Transformer (vanilla) at its random initialisation (control)"}
-    results = {}
-    for seed in args.seeds:
-        models = [(names["trained"][0], nets[((), seed)], (), True),
-                  (names["trained"][1], nets[(HEADS, seed)], HEADS, True),
-                  (names["control"], build_lm("transformer", 19, ARCH_LEN, (), seed), (), False)]
-        for name, net, orders, ours in models:
-            train_h = hidden_states(net, Xtr, histograms(Xtr, orders, 19))
-            test_h = hidden_states(net, X, histograms(X, orders, 19))
-            for k, (ytr, yte) in targets.items():
-                rtr = ytr.sum(-1) > 0
-                rte = yte.sum(-1) > 0
-                for layer, (htr, hte) in enumerate(zip(train_h, test_h)):
-                    value = probe_tvd(htr[rtr], ytr[rtr], hte[rte], yte[rte])
-                    case = f"context of {k} token{'s' if k > 1 else ''}, after block {layer + 1}"
-                    table.add(case, name, value, ours=ours, seed=seed)
-                    results.setdefault((k, layer, name), []).append(value)
-        print(f"# probes, seed {seed}: " + ", ".join(f"{k}/{layer + 1}/{name.split(',')[0]}: {v[-1]:.3f}"
-                                                     for (k, layer, name), v in results.items()),
-              file=sys.stderr, flush=True)
-    last = len(nets[((), args.seeds[0])].blocks) - 1
-    margins = {k: float(np.mean(results[(k, last, names["control"])])
-                        - np.mean(results[(k, last, names["trained"][0])])) for k in PROBE_CONTEXTS}
+    targets = {k: (ngram_head_histograms(Xtr, k, vocab_size=19), ngram_head_histograms(X, k, vocab_size=19))
+               for k in PROBE_CONTEXTS}
+    models = [(PROBE_NAMES[0], nets[()], (), True), (PROBE_NAMES[1], nets[HEADS], HEADS, True),
+              (PROBE_NAMES[2], build_lm("transformer", 19, ARCH_LEN, (), seed), (), False)]
+    out = {}
+    for name, net, orders, ours in models:
+        train_h = hidden_states(net, Xtr, histograms(Xtr, orders, 19))
+        test_h = hidden_states(net, X, histograms(X, orders, 19))
+        for k, (ytr, yte) in targets.items():
+            rtr, rte = ytr.sum(-1) > 0, yte.sum(-1) > 0
+            for layer, (htr, hte) in enumerate(zip(train_h, test_h)):
+                out[(_probe_case(k, layer), name, ours)] = probe_tvd(htr[rtr], ytr[rtr], hte[rte], yte[rte])
+    print(f"# probes, seed {seed}: " + ", ".join(f"{c} / {n.split(',')[0].split(' at ')[0]}: {v:.3f}"
+                                                 for (c, n, _), v in out.items()), file=sys.stderr, flush=True)
+    return out
+
+
+def _probe_claim(table, probes):
+    last = max(int(case.rsplit(" ", 1)[1]) for case, _ in probes) - 1
+    margins = {k: float(np.mean(probes[(_probe_case(k, last), PROBE_NAMES[2])])
+                        - np.mean(probes[(_probe_case(k, last), PROBE_NAMES[0])])) for k in PROBE_CONTEXTS}
     table.claim("a Transformer trained on in-context languages carries the in-context n-gram statistics in its "
                 "hidden states (a linear probe recovers them better than from the same network untrained)",
                 paper="probes decode in-context n-gram statistics from Transformer hidden states (Section 5)",
@@ -273,14 +316,14 @@ def probing_table(train, X, nets, args):
                 measured="; ".join(f"context of {k}: probe TVD lower by {m:+.3f} after the last block"
                                    for k, m in margins.items()))
     table.note(f"Targets: at each position with an earlier occurrence of its context (the last 1 or 2 tokens), the "
-               "distribution of the tokens that followed those occurrences (the histogram an n-gram head of that "
-               "order reads). Features: the residual stream after each block. The probe is softmax(W h + b) fitted by "
-               f"L-BFGS (cross-entropy to the soft targets) on the first {PROBE_TRAIN} training languages and scored "
-               "on the 300 test languages by mean TVD to the targets (0: the statistics are linearly decodable). The "
-               "models are the Transformers of the tables above at the end of training (each seed); the control is "
-               "the vanilla one's initial weights. The model with heads receives the 1- to 3-token histograms at its "
-               "embeddings, so its probes read statistics it is given rather than computes.")
-    return table
+               "distribution of the tokens that followed those occurrences (ngram_head_histograms, what an n-gram "
+               "head of that order reads). Features: the residual stream after each block. The probe is "
+               "softmax(W h + b) fitted by L-BFGS (cross-entropy to the soft targets) on the first "
+               f"{PROBE_TRAIN} training languages and scored on the 300 test languages by mean TVD to the targets "
+               "(0: the statistics are linearly decodable). The models are the Transformers of the tables above at "
+               "the end of training (each seed); the control is the vanilla one's initial weights. The model with "
+               "heads receives the 1- to 3-token histograms at its embeddings, so its probes read statistics it is "
+               "given rather than computes.")
 
 
 def _plateaued(curve):
@@ -390,11 +433,14 @@ def parse():
 
     extra = argparse.ArgumentParser(add_help=False)
     extra.add_argument("--part", default=",".join(PARTS), help="comma-separated parts to run")
+    extra.add_argument("--jobs", type=int, default=1, help="processes for the seeds of the architectures part")
     own, rest = extra.parse_known_args()
     if "-h" in rest or "--help" in rest:
-        print(f"extra option: --part {','.join(PARTS)} (the tables of the parts not run stay in the results file)")
+        print(f"extra options: --part {','.join(PARTS)} (the tables of the parts not run stay in the results file); "
+              "--jobs N (the seeds of the architectures part in N processes at once)")
     args = bench_args(__doc__, rest, default_seeds=3, quick_seeds=1)
     args.parts = [p for p in PARTS if p in own.part.split(",")]
+    args.jobs = max(1, own.jobs)
     return args
 
 

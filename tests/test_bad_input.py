@@ -538,13 +538,14 @@ def _language_models():
 
 
 def _language_functions(X, valid, sep):
-    from sklearn_icml.language import dfa_accuracy, model_agreement, next_token_tvd
+    from sklearn_icml.language import dfa_accuracy, model_agreement, next_token_tvd, ngram_head_histograms
 
     proba = np.full(valid.shape, 1.0 / valid.shape[2])
     return {
         "dfa_accuracy": lambda X=X, valid=valid: dfa_accuracy(X, valid, proba, separator=sep),
         "next_token_tvd": lambda X=X, valid=valid: next_token_tvd(X, valid, proba, separator=sep),
         "model_agreement": lambda X=X, valid=valid: model_agreement(proba, proba, X, separator=sep),
+        "ngram_head_histograms": lambda X=X: ngram_head_histograms(X, 2),
     }
 
 

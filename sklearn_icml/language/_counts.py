@@ -19,11 +19,13 @@ Two conventions are needed by the family:
   ``n`` tokens equal the ``n`` tokens ending at ``i``, and reads ``X[j]``.
 """
 
+from numbers import Integral
+
 import numpy as np
 
-from ._sequences import PAD
+from ._sequences import PAD, check_sequences
 
-__all__ = ["context_counts", "head_histograms"]
+__all__ = ["context_counts", "head_histograms", "ngram_head_histograms"]
 
 
 def _dense(keys):
@@ -155,3 +157,71 @@ def head_histograms(X, order, vocab_size):
     counts, _ = context_counts(X, order, vocab_size=vocab_size, boundary=False, include_current=False)
     total = counts.sum(axis=-1, keepdims=True)
     return np.divide(counts, np.maximum(total, 1), dtype=np.float32)
+
+
+def ngram_head_histograms(sequences, order, *, vocab_size=None):
+    """What an n-gram head reads: the next-token histogram after earlier occurrences of each position's context.
+
+    An n-gram head of ``order`` ``n`` (Akyürek et al., ICML 2024) is a
+    parameter-free attention: position ``i`` attends uniformly to every
+    earlier position ``j < i`` whose preceding ``n`` tokens equal the ``n``
+    tokens ending at ``i``, and reads the token ``sequences[b, j]``. Row ``i``
+    of the result is the normalised histogram of the tokens read: the
+    in-context distribution of what followed the current context, i.e. the
+    statistics of an in-context ``(n + 1)``-gram. Separators count as tokens;
+    the histograms of all positions are computed at once in ``O(L log L)`` per
+    sequence (hashed contexts and one sort), without an ``L x L`` match matrix.
+
+    Multiplied by an embedding matrix, the histograms are the output of the
+    head on embeddings; they are also the targets of a probe for in-context
+    n-gram statistics.
+
+    Parameters
+    ----------
+    sequences : array-like of shape (n_sequences, max_len)
+        Token ids, padded on the right with -1.
+    order : int
+        Length ``n >= 1`` of the context that must match.
+    vocab_size : int, default=None
+        Number of token ids (the last axis of the result); by default one more
+        than the largest id in ``sequences``.
+
+    Returns
+    -------
+    ndarray of shape (n_sequences, max_len, vocab_size), dtype float32
+        Rows sum to 1 where the context occurred before, and are 0 where it
+        did not (and on padding).
+
+    Raises
+    ------
+    ValueError
+        On invalid sequences (see the data contract of the user guide), an
+        ``order`` that is not an integer of at least 1, or a ``vocab_size``
+        that is not a positive integer or is not above every id.
+
+    See Also
+    --------
+    NGramTransformerLM : A Transformer with n-gram heads of chosen orders.
+    InContextNGram : The in-context n-gram predictor (strings start afresh).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_icml.language import ngram_head_histograms
+    >>> X = np.array([[0, 1, 0, 2, 0, -1]])
+    >>> H = ngram_head_histograms(X, 1, vocab_size=3)
+    >>> H[0, 4]  # after the third 0: the earlier 0s were followed by 1 and by 2
+    array([0. , 0.5, 0.5], dtype=float32)
+    >>> H[0, 1]  # 1 did not occur before position 1
+    array([0., 0., 0.], dtype=float32)
+    """
+    caller = "ngram_head_histograms"
+    if isinstance(order, bool) or not isinstance(order, Integral) or order < 1:
+        raise ValueError(f"{caller}: order must be an integer of at least 1; got {order!r}.")
+    if vocab_size is not None and (isinstance(vocab_size, bool) or not isinstance(vocab_size, Integral)
+                                   or vocab_size < 1):
+        raise ValueError(f"{caller}: vocab_size must be a positive integer or None; got {vocab_size!r}.")
+    X = check_sequences(sequences, vocab_size=vocab_size, name="sequences", caller=caller)
+    if vocab_size is None:
+        vocab_size = max(int(X.max()) + 1, 1)
+    return head_histograms(X, int(order), int(vocab_size))

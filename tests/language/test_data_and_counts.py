@@ -187,6 +187,37 @@ def test_head_histograms_times_embeddings_equal_brute_force_attention(order):
     np.testing.assert_allclose(head_match_matrix(torch.as_tensor(X), order).numpy(), A, atol=1e-6)
 
 
+@pytest.mark.parametrize("order", [1, 2, 4])
+def test_public_head_histograms_are_the_brute_force_head_attention_over_one_hot_tokens(order):
+    from sklearn_icml.language import ngram_head_histograms
+
+    data = make_regular_languages(3, max_len=60, random_state=10 + order)
+    X = data.sequences
+    onehot = np.eye(19)[np.maximum(X, 0)] * (X >= 0)[..., None]
+    brute = _brute_head(X, order, 19) @ onehot
+    H = ngram_head_histograms(X.tolist(), order, vocab_size=19)
+    assert H.shape == (3, 60, 19) and H.dtype == np.float32
+    np.testing.assert_allclose(H, brute, atol=1e-6)
+    wide = ngram_head_histograms(X, order, vocab_size=25)  # unused ids get no mass
+    np.testing.assert_array_equal(wide[..., :19], H)
+    assert not wide[..., 19:].any()
+    # by default the vocabulary ends at the largest id present
+    np.testing.assert_array_equal(ngram_head_histograms(X, order), H[..., :int(X.max()) + 1])
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(order=0), "order"), (dict(order=1.5), "order"), (dict(order=True), "order"),
+    (dict(order=1, vocab_size=0), "vocab_size"), (dict(order=1, vocab_size=2.0), "vocab_size"),
+    (dict(order=1, vocab_size=3), "out of the vocabulary"),
+])
+def test_public_head_histograms_refuse_bad_arguments(kwargs, match):
+    from sklearn_icml.language import ngram_head_histograms
+
+    X = np.array([[0, 1, 3, 1, -1]])
+    with pytest.raises(ValueError, match=match):
+        ngram_head_histograms(X, **kwargs)
+
+
 def test_histograms_are_much_faster_than_a_python_loop():
     import time
 
