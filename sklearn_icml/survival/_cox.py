@@ -1,7 +1,7 @@
 """Cox proportional-hazards head: linear or MLP log-risk, exact Breslow partial likelihood, in torch.
 
 The log-risk network is the library's :class:`~sklearn_icml.utils._mlp.StandardizedMLP`
-(no output bias) and it is trained by :func:`~sklearn_icml.utils._training.fit_module`
+(no output bias) and it is trained by :class:`~sklearn_icml.utils.Trainer`
 with the partial likelihood of each batch as a custom train step: L-BFGS as one
 full-batch step (skorch's closure), Adam on seeded mini-batches.
 """
@@ -134,8 +134,8 @@ class CoxSurvival(SurvivalMixin, TorchEstimatorMixin, BaseEstimator):
     loss_ : float
         Final objective value on the training data.
     loss_curve_ : list of float
-        Adam: mean training objective of each epoch. L-BFGS (one full-batch
-        solve): the objective before and after it.
+        Adam: mean training objective of each epoch. L-BFGS: the objective
+        at the start and after each iteration (``n_iter_ + 1`` values).
     validation_scores_ : list of float or None
         Adam with ``early_stopping``: the validation objective of each epoch
         (lower is better); None otherwise.
@@ -259,8 +259,8 @@ class CoxSurvival(SurvivalMixin, TorchEstimatorMixin, BaseEstimator):
         """
         import torch
 
+        from ..utils import Trainer
         from ..utils._mlp import StandardizedMLP, mlp_coefs
-        from ..utils._training import fit_module
 
         with self._torch_fit_context() as ctx:
             name = type(self).__name__
@@ -283,18 +283,19 @@ class CoxSurvival(SurvivalMixin, TorchEstimatorMixin, BaseEstimator):
             if self.solver == "lbfgs":
                 # one full batch, sorted once by descending time (the loss then skips its per-call sort)
                 order = np.argsort(-time, kind="mergesort")
-                result = fit_module(
-                    module, X[order], target[order], train_step=_cox_train_step(self.alpha, n, linear_scale, True),
-                    optimizer="lbfgs", max_iter=self.max_iter, learning_rate=1.0, tol=self.tol,
-                    optimizer_options=dict(tolerance_change=0.0, history_size=20),
-                    device=device, random_state=generator, verbose=self.verbose, name=name)
+                result = Trainer(
+                    loop="lbfgs", train_step=_cox_train_step(self.alpha, n, linear_scale, True),
+                    max_iter=self.max_iter, learning_rate=1.0, tol=self.tol,
+                    optimizer_options=dict(tolerance_change=0.0, history_size=20), device=device,
+                    random_state=generator, verbose=self.verbose, name=name).fit(module, X[order], target[order])
             else:
-                result = fit_module(
-                    module, X, target, train_step=step, max_iter=self.max_iter,
+                result = Trainer(
+                    train_step=step, max_iter=self.max_iter,
                     batch_size=n if self.batch_size is None else self.batch_size, learning_rate=self.learning_rate,
                     optimizer="adam", early_stopping=self.early_stopping,
                     validation_fraction=self.validation_fraction, n_iter_no_change=self.n_iter_no_change,
-                    tol=self.tol, device=device, random_state=generator, verbose=self.verbose, name=name)
+                    tol=self.tol, device=device, random_state=generator, verbose=self.verbose, name=name,
+                ).fit(module, X, target)
             self.n_iter_ = result.n_iter
             module = result.module
             # final objective and gradient on the CPU copy (one full-batch evaluation, no step)
@@ -306,8 +307,7 @@ class CoxSurvival(SurvivalMixin, TorchEstimatorMixin, BaseEstimator):
             self.loss_ = float(final.detach())
             coefs, intercepts = mlp_coefs(module)
         self.module_ = module
-        self.loss_curve_ = (list(result.loss_curve) + [self.loss_] if self.solver == "lbfgs"
-                            else list(result.loss_curve))
+        self.loss_curve_ = list(result.loss_curve)
         self.validation_scores_ = result.validation_scores
         if self.solver == "lbfgs":
             if self.verbose:

@@ -1,11 +1,14 @@
-"""The one place where the library trains a torch module: :func:`fit_module`, built on skorch.
+"""The one place where the library trains a torch module: :class:`Trainer`, built on skorch.
 
 Every torch estimator builds its module (on the CPU, seeded from its
-``random_state``), hands it to :func:`fit_module` with its data and gets a
-:class:`TrainingResult` back: the trained module on the CPU in eval mode, the
-per-epoch training loss (``loss_curve_``), the validation losses
-(``validation_scores_``) and the number of epochs run (``n_iter_``). The
-vocabulary and the stopping rules are those of scikit-learn's
+``random_state``), configures a :class:`Trainer` with its loop and options, and
+gets a :class:`TrainingResult` back from ``Trainer.fit(module, X, y)``: the
+trained module on the CPU in eval mode, the per-epoch training loss
+(``loss_curve_``), the validation losses (``validation_scores_``) and the number
+of epochs, steps or iterations run (``n_iter_``). The loops: mini-batch epochs
+(``loop="epochs"``), step-budgeted streams (``loop="steps"``) and full-batch
+L-BFGS (``loop="lbfgs"``); a multi-task objective is a ``train_step`` returning
+named terms. The vocabulary and the stopping rules are those of scikit-learn's
 :class:`~sklearn.neural_network.MLPClassifier`:
 
 * ``max_iter`` epochs, ``batch_size``, ``learning_rate``;
@@ -22,17 +25,9 @@ vocabulary and the stopping rules are those of scikit-learn's
 
 Under the hood a private subclass of :class:`skorch.NeuralNet` runs the loop
 (never exposed as an estimator: skorch's nets do not pass scikit-learn's
-checks, ours must). skorch's documented hooks carry the library's needs:
-``get_loss`` for the loss strings and custom losses, ``train_step_single`` /
-``validation_step`` for custom objectives (a Cox partial likelihood over a
-batch, a regularised multi-task loss), ``iterator_train`` / ``iterator_valid``
-for seeded mini-batches sliced straight from device tensors (skorch's default
-``DataLoader`` collates sample by sample), callbacks for gradient clipping
-(:class:`skorch.callbacks.GradientNormClipping`), LR schedules, the stopping
-rule and the per-epoch log (:class:`skorch.callbacks.PrintLog` under
-``verbose``). skorch's default callbacks are replaced by that short list, and
-the epoch loss is accumulated on the device (one synchronisation per epoch
-instead of one per batch).
+checks, ours must), through the methods skorch documents for customisation
+only (see :class:`Trainer`'s notes). :func:`fit_module` is the keyword form,
+``Trainer(**options).fit(module, X, y)``.
 
 Loops that cannot be written as "one optimiser step per mini-batch of one
 loss" (adversarial alternation, rollouts with curricula, meta-episodes) use
@@ -52,8 +47,8 @@ import numpy as np
 from ._sklearn_private import Interval
 from ._torch import is_torch_tensor, torch_generator, torch_threads
 
-__all__ = ["TRAINING_PARAMETER_CONSTRAINTS", "EarlyStopping", "ProgressReporter", "TrainingResult", "fit_module",
-           "iterate_minibatches"]
+__all__ = ["TRAINING_PARAMETER_CONSTRAINTS", "EarlyStopping", "ProgressReporter", "Trainer", "TrainingResult",
+           "fit_module", "iterate_minibatches"]
 
 #: ``_parameter_constraints`` of the layer's options under scikit-learn's MLP names. The torch
 #: estimator base (:class:`~sklearn_icml.utils._torch_base.TorchEstimatorMixin`) merges the
@@ -75,21 +70,23 @@ _OPTIMIZERS = {"adamw": "AdamW", "adam": "Adam", "sgd": "SGD", "rmsprop": "RMSpr
 
 @dataclass
 class TrainingResult:
-    """What :func:`fit_module` returns.
+    """What :meth:`Trainer.fit` returns (its fields are its parameters, in this order).
 
-    Attributes
+    Parameters
     ----------
     module : torch.nn.Module
         The trained module, on the CPU and in eval mode (the one of the best
         validation loss when ``early_stopping=True``).
     loss_curve : list of float
-        Mean training loss of each epoch (over samples) -> ``loss_curve_``.
+        Mean training loss of each epoch (over samples) -> ``loss_curve_``;
+        with ``loop="lbfgs"``, the objective at the start and after each
+        iteration (``n_iter + 1`` values).
     validation_scores : list of float or None
         Validation loss of each epoch when ``early_stopping=True``, else
         ``None`` -> ``validation_scores_``. Lower is better.
     n_iter : int
-        Epochs run (optimiser steps with ``budget="steps"``, L-BFGS
-        iterations with ``optimizer="lbfgs"``) -> ``n_iter_``.
+        Epochs run (optimiser steps with ``loop="steps"``, L-BFGS
+        iterations with ``loop="lbfgs"``) -> ``n_iter_``.
     best_loss : float or None
         Smallest training loss (``early_stopping=False``) -> ``best_loss_``.
     best_validation_score : float or None
@@ -99,8 +96,11 @@ class TrainingResult:
     optimizer : torch.optim.Optimizer or None
         The optimiser used; its state may live on the training device.
     n_evaluations : int or None
-        With ``optimizer="lbfgs"``: evaluations of the objective (and its
+        With ``loop="lbfgs"``: evaluations of the objective (and its
         gradient), line searches included; None otherwise.
+    loss_terms : dict of str to list of float, or None
+        When ``train_step`` returns named terms (a multi-task objective): the
+        mean of each term over the samples of each epoch; None otherwise.
     """
 
     module: object
@@ -112,6 +112,7 @@ class TrainingResult:
     epoch_times: list = field(default_factory=list)
     optimizer: object = None
     n_evaluations: int = None
+    loss_terms: dict = None
 
 
 # -- helpers also used by hand-written loops -----------------------------------------------------
@@ -445,70 +446,90 @@ class _StreamIterator:
             yield self.dataset.batch(idx)
 
 
-class _LBFGSSolve:
-    """Full-batch L-BFGS as one ``train_step``: torch's solver runs all its iterations in one ``step`` call.
-
-    torch's :class:`~torch.optim.LBFGS` iterates inside ``step`` until its own rules stop it (``max_iter``
-    iterations, ``max_eval`` evaluations, the gradient's largest entry at most ``tolerance_grad``, a step
-    or a change of the objective below ``tolerance_change``); the solve is thus one epoch of the net, and
-    its counts (iterations, evaluations) are read from the solver's state once it returns. (One ``step``
-    per iteration would record a loss per iteration, at the price of a ``step`` call's fixed overhead per
-    iteration, large beside the evaluation of a small network.)
-    """
-
-    def __init__(self, max_iter, max_eval):
-        self.max_iter, self.max_eval = max_iter, max_eval
-        self.n_iter = self.evaluations = 0
-
-    def step(self, net, batch, fit_params):
-        first = []
-
-        def closure():
-            net.optimizer_.zero_grad()
-            loss = net.train_step_single(batch, **fit_params)["loss"]
-            if not first:
-                first.append(loss)
-            return loss
-
-        group = net.optimizer_.param_groups[0]
-        group["max_iter"], group["max_eval"] = self.max_iter, self.max_eval
-        net.optimizer_.step(closure)
-        state = net.optimizer_.state[group["params"][0]]
-        self.n_iter, self.evaluations = int(state.get("n_iter", 0)), int(state.get("func_evals", 0))
-        return {"loss": first[0], "y_pred": None}
-
-
 # -- the skorch net ------------------------------------------------------------------------------
 
-def _make_net_class():
+_NET_CLASSES = None
+
+
+def _net_classes():
+    """The skorch classes of the trainer, made once (skorch and torch are imported lazily)."""
+    global _NET_CLASSES
+    if _NET_CLASSES is not None:
+        return _NET_CLASSES
     import torch
     from skorch import NeuralNet
     from skorch.callbacks import Callback
+    from skorch.history import History
+    from skorch.utils import FirstStepAccumulator, TeeGenerator
 
-    functional = torch.nn.functional
+    class _History(History):
+        """skorch's ``History``, its per-batch records written straight into the current epoch's row.
 
-    class _Net(NeuralNet):
-        """skorch NeuralNet with the library's hooks (private; never an estimator)."""
+        The same rows as skorch's (``History.__getitem__`` resolves any index, which is more than
+        the two records ``run_single_epoch`` writes after every batch need).
+        """
 
-        def __init__(self, *args, loss_fn=None, train_step_fn=None, lbfgs=None, **kwargs):
+        def new_batch(self):
+            list.__getitem__(self, -1)["batches"].append({})
+
+        def record_batch(self, attr, value):
+            list.__getitem__(self, -1)["batches"][-1][attr] = value
+
+    def objective(net, batch, training, fit_params):
+        """The batch objective: ``train_step(module, X, y)``, or ``get_loss(infer(X), y)``."""
+        Xi, yi = batch
+        if net.train_step_fn is None:
+            y_pred = net.infer(Xi, **fit_params)
+            return {"loss": net.get_loss(y_pred, yi, X=Xi, training=training), "y_pred": y_pred}
+        out = net.train_step_fn(net.module_, Xi, yi)
+        if isinstance(out, dict):  # a multi-task objective: the sum of its named terms
+            terms = iter(out.values())
+            loss = next(terms)
+            for term in terms:
+                loss = loss + term
+            return {"loss": loss, "y_pred": None, "terms": {k: v.detach() for k, v in out.items()}}
+        return {"loss": out, "y_pred": None}
+
+    def notify_grad(net, batch):
+        net.notify("on_grad_computed", named_parameters=TeeGenerator(net.get_all_learnable_params()),
+                   batch=batch, training=True)
+
+    class _TrainerNet(NeuralNet):
+        """skorch ``NeuralNet`` with the trainer's hooks (private; never an estimator).
+
+        It overrides only the methods skorch documents for customisation: ``train_step`` (one
+        optimiser step per batch, with the trainer's gradient clipping, and skorch's closure for
+        optimisers that re-evaluate the objective), ``train_step_single`` / ``validation_step``
+        (the batch objective), ``get_loss``, ``infer``, ``get_all_learnable_params``,
+        ``get_train_step_accumulator`` (the L-BFGS loop's per-iteration losses) and
+        ``get_default_callbacks``. ``fit_loop`` and ``run_single_epoch`` are skorch's own.
+        """
+
+        def __init__(self, *args, loss_fn=None, train_step_fn=None, grad_clip=None, closure_step=True,
+                     iteration_log=None, **kwargs):
             super().__init__(*args, **kwargs)
             self.loss_fn = loss_fn
             self.train_step_fn = train_step_fn
-            self.lbfgs = lbfgs
-
-        def train_step(self, batch, **fit_params):
-            if self.lbfgs is None:
-                return super().train_step(batch, **fit_params)
-            return self.lbfgs.step(self, batch, fit_params)
+            self.grad_clip = grad_clip
+            self.closure_step = closure_step
+            self.iteration_log = iteration_log
+            self.grad_callbacks = False
+            self.clip_params = None
 
         def get_default_callbacks(self):
-            return []  # replaced by the short list fit_module passes (no per-batch scoring)
+            return []  # replaced by the trainer's short list (no per-batch scoring)
 
-        def _switch_mode(self, training):
-            # skorch's steps switch the mode of every submodule before every batch; the steps below
-            # switch only on a change (the mode the hand loops set once per epoch)
-            if self.module_.training != training:
-                self.module_.train(training)
+        def initialize_callbacks(self):
+            super().initialize_callbacks()
+            # on_grad_computed is sent only when a callback listens to it (the trainer clips gradients itself)
+            self.grad_callbacks = any(type(cb).on_grad_computed is not Callback.on_grad_computed
+                                      for _, cb in self.callbacks_)
+            return self
+
+        def initialize_optimizer(self, *args, **kwargs):
+            super().initialize_optimizer(*args, **kwargs)
+            self.clip_params = [p for _, p in self.get_all_learnable_params()]
+            return self
 
         def get_all_learnable_params(self):
             for name, param in self.module_.named_parameters():
@@ -523,42 +544,101 @@ def _make_net_class():
         def get_loss(self, y_pred, y_true, X=None, training=False):
             return self.loss_fn(y_pred, y_true)
 
-        def _batch_loss(self, batch, training, **fit_params):
-            Xi, yi = batch
-            if self.train_step_fn is not None:
-                return self.train_step_fn(self.module_, Xi, yi), None
-            y_pred = self.infer(Xi, **fit_params)
-            return self.get_loss(y_pred, yi, X=Xi, training=training), y_pred
+        def get_train_step_accumulator(self):
+            if self.iteration_log is None:
+                return FirstStepAccumulator()
+            return _IterationAccumulator(self.optimizer_, self.iteration_log)
 
         def train_step_single(self, batch, **fit_params):
-            self._switch_mode(True)
-            loss, y_pred = self._batch_loss(batch, True, **fit_params)
-            loss.backward()
-            return {"loss": loss, "y_pred": y_pred}
+            if not self.module_.training:  # switch on a change only (skorch switches before every batch)
+                self.module_.train(True)
+            step = objective(self, batch, True, fit_params)
+            step["loss"].backward()
+            return step
 
         def validation_step(self, batch, **fit_params):
-            self._switch_mode(False)
+            if self.module_.training:
+                self.module_.train(False)
             with torch.no_grad():
-                loss, y_pred = self._batch_loss(batch, False, **fit_params)
-            return {"loss": loss, "y_pred": y_pred}
+                return objective(self, batch, False, fit_params)
 
-        def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
-            # skorch's version calls loss.item() per batch (a device sync) and records per-batch
-            # history; the epoch mean is all the library uses, so it is accumulated on the device.
-            if iterator is None:
-                return
-            total, count, batches = None, 0, 0
-            for batch in iterator:
-                self.notify("on_batch_begin", batch=batch, training=training)
-                step = step_fn(batch, **fit_params)
+        def train_step(self, batch, **fit_params):
+            optimizer = self.optimizer_
+            if self.closure_step:  # skorch's step: the optimiser may evaluate the objective several times
+                accumulator = self.get_train_step_accumulator()
+
+                def closure():
+                    optimizer.zero_grad()
+                    step = self.train_step_single(batch, **fit_params)
+                    accumulator.store_step(step)
+                    if self.grad_clip is not None:
+                        torch.nn.utils.clip_grad_norm_([p for _, p in self.get_all_learnable_params()],
+                                                       max_norm=self.grad_clip)
+                    if self.grad_callbacks:
+                        notify_grad(self, batch)
+                    return step["loss"]
+
+                optimizer.step(closure)
+                return accumulator.get_step()
+            optimizer.zero_grad()
+            step = self.train_step_single(batch, **fit_params)
+            if self.grad_clip is not None:
+                torch.nn.utils.clip_grad_norm_(self.clip_params, max_norm=self.grad_clip)
+            if self.grad_callbacks:
+                notify_grad(self, batch)
+            optimizer.step()
+            return step
+
+    class _IterationAccumulator(FirstStepAccumulator):
+        """skorch's train-step accumulator for L-BFGS, also keeping the last evaluation of each iteration.
+
+        torch's solver counts its iterations in the state of its first parameter (``n_iter``, 0
+        before the first one); the objective evaluated last within an iteration is the point its
+        line search accepts (the strong Wolfe search returns its last trial unless it stops on its
+        own limits).
+        """
+
+        def __init__(self, optimizer, log):
+            super().__init__()
+            self.state = optimizer.state[optimizer.param_groups[0]["params"][0]]
+            self.log = log
+
+        def store_step(self, step):
+            super().store_step(step)
+            self.log[int(self.state.get("n_iter", 0))] = step["loss"].detach()
+
+    class _EpochLoss(Callback):
+        """The epoch's mean loss over samples (``train_loss``, ``valid_loss``) from skorch's batch records."""
+
+        def __init__(self):
+            self.terms = None
+
+        def on_epoch_begin(self, net, **kwargs):
+            self.terms = {}
+
+        def on_batch_end(self, net, batch=None, training=False, terms=None, **kwargs):
+            if terms is not None:
                 size = len(batch[0][0] if isinstance(batch[0], tuple) else batch[0])
-                weighted = step["loss"].detach().to(torch.float64) * size
-                total = weighted if total is None else total + weighted
-                count += size
-                batches += 1
-                self.notify("on_batch_end", batch=batch, training=training, **step)
-            self.history.record(prefix + "_batch_count", batches)
-            self.history.record(prefix + "_loss", float(total.item()) / count if count else math.nan)
+                sums = self.terms.setdefault("train" if training else "valid", {})
+                for key, value in terms.items():
+                    weighted = value.to(torch.float64) * size
+                    sums[key] = (weighted, size) if key not in sums else (sums[key][0] + weighted,
+                                                                         sums[key][1] + size)
+
+        def on_epoch_end(self, net, **kwargs):
+            row = net.history[-1]
+            for prefix in ("train", "valid"):
+                if prefix + "_batch_count" not in row:
+                    continue
+                total, count = 0.0, 0
+                for batch in row["batches"]:
+                    if prefix + "_loss" in batch:
+                        size = batch[prefix + "_batch_size"]
+                        total += batch[prefix + "_loss"] * size
+                        count += size
+                net.history.record(prefix + "_loss", total / count if count else math.nan)
+                for key, (value, size) in self.terms.get(prefix, {}).items():
+                    net.history.record(f"{prefix}_{key}", float(value.item()) / size)
 
     class _Monitor(Callback):
         """Stopping rule, non-finite check and LR schedule, once per epoch."""
@@ -603,7 +683,8 @@ def _make_net_class():
                 self.stopped_ = True
                 raise KeyboardInterrupt  # skorch's documented way for a callback to end fit
 
-    return _Net, _Monitor, functional
+    _NET_CLASSES = _TrainerNet, _History, _EpochLoss, _Monitor
+    return _NET_CLASSES
 
 
 def _loss_function(loss, functional, name):
@@ -713,248 +794,407 @@ def _seeded_global_draws(generator, device):
         yield
 
 
-def fit_module(module, X, y=None, *, loss="mse", train_step=None, max_iter=200, batch_size=32,
-               learning_rate=1e-3, optimizer="adamw", weight_decay=0.0, early_stopping=False,
-               validation_fraction=0.1, n_iter_no_change=10, tol=1e-4, lr_schedule=None, grad_clip=None,
-               device="cpu", random_state=None, verbose=0, name="Estimator", optimizer_options=None,
-               lr_schedule_interval="epoch", shuffle=True, budget="epochs"):
-    """Train ``module`` on ``(X, y)`` with mini-batch gradient steps; the library's one training loop.
+
+_LOOPS = ("epochs", "steps", "lbfgs")
+
+
+class Trainer:
+    """Train a torch module with one of the library's loops, on skorch's public API.
+
+    Configured once with the loop and its options, :meth:`fit` trains a module
+    in place on ``(X, y)`` and returns a :class:`TrainingResult`. The
+    vocabulary and the stopping rules are those of scikit-learn's
+    :class:`~sklearn.neural_network.MLPClassifier` (``max_iter``,
+    ``batch_size``, ``learning_rate``, ``early_stopping``,
+    ``validation_fraction``, ``n_iter_no_change``, ``tol``); every torch
+    estimator of the library trains through it, and code beside the
+    estimators can too.
 
     Parameters
     ----------
-    module : torch.nn.Module
-        Built (on the CPU, seeded) by the estimator. Trained in place on
-        ``device``; only parameters with ``requires_grad`` are optimised.
-    X : ndarray, tensor, or tuple of them
-        Inputs, first axis = samples. A tuple is unpacked into
-        ``module(*X_batch)``. Float arrays are cast to the module's float dtype.
-    y : ndarray, tensor or None, default=None
-        Targets (``int64`` for ``"cross_entropy"``, floats otherwise). ``None``
-        for objectives that need none (then give ``train_step``).
+    loop : {"epochs", "steps", "lbfgs"}, default="epochs"
+        The training loop.
+
+        * ``"epochs"``: mini-batch epochs; ``max_iter`` counts epochs and a
+          new seeded batch order is drawn every epoch (``shuffle=True``).
+        * ``"steps"``: a step-budgeted stream; ``max_iter`` counts optimiser
+          steps. The (training) rows are visited as successive seeded
+          permutations cut into batches in order, a batch possibly spanning
+          two passes (every step sees all rows, in order, when they fit in
+          one batch); the whole order is drawn before the first step. An
+          epoch of the history, of the stopping rule and of the validation
+          pass is one pass over the rows (``ceil(n_rows / batch_size)``
+          steps, the last one shorter). ``n_iter`` counts steps.
+        * ``"lbfgs"``: full-batch L-BFGS with a strong Wolfe line search
+          (torch's :class:`~torch.optim.LBFGS`) over all rows in their order.
+          ``max_iter`` counts L-BFGS iterations, ``tol`` is the gradient
+          tolerance (stop when the gradient's largest entry is at most
+          ``tol``), and the solve also stops after ``optimizer_options``'
+          ``max_eval`` evaluations of the objective (default
+          ``max_iter * 5 // 4``) or on ``tolerance_change`` (default 1e-9),
+          the rules of torch's solver; ``history_size`` defaults to 100.
+          ``learning_rate`` is the initial step length (1.0 is torch's
+          default). ``loss_curve`` holds the objective at the start, then
+          after each iteration (the last evaluation of the iteration's line
+          search, the point it accepts unless it stops on its own limits).
+          ``n_iter_no_change``, ``batch_size``, ``shuffle``, ``lr_schedule``
+          and ``grad_clip`` do not apply, nor ``early_stopping`` or
+          ``weight_decay`` (a ``ValueError``).
     loss : {"mse", "cross_entropy", "bce_with_logits"} or callable, default="mse"
-        The batch loss; a callable takes ``(output, y_batch)`` and returns a
-        scalar tensor (a mean over the batch).
+        The batch loss, skorch's ``get_loss``: a callable takes
+        ``(output, y_batch)`` and returns a scalar tensor (a mean over the
+        batch).
     train_step : callable, default=None
-        ``train_step(module, X_batch, y_batch) -> scalar loss tensor`` for
-        objectives that are not ``loss(module(X_batch), y_batch)``. ``X_batch``
-        is a tensor (or a tuple of tensors) on ``device``; ``y_batch`` a tensor
-        or None. Also used, under ``torch.no_grad``, for the validation loss.
+        ``train_step(module, X_batch, y_batch)`` for objectives that are not
+        ``loss(module(X_batch), y_batch)``. ``X_batch`` is a tensor (or a
+        tuple of tensors) on ``device``; ``y_batch`` a tensor or None. It
+        returns a scalar loss tensor, or, for a multi-task objective, a dict
+        of named scalar terms: their sum is minimised and each term's epoch
+        mean is kept in :attr:`TrainingResult.loss_terms`. Also used, under
+        ``torch.no_grad``, for the validation loss.
+    optimizer : {"adamw", "adam", "sgd", "rmsprop"} or torch optimizer class, default=None
+        The optimiser of the ``"epochs"`` and ``"steps"`` loops (``None``:
+        ``"adamw"``). A class that re-evaluates the objective gets skorch's
+        closure; its epoch loss is the one at the start of the step. With
+        ``loop="lbfgs"`` it must be None (or ``"lbfgs"``).
     max_iter : int, default=200
-        Maximum number of epochs (optimiser steps with ``budget="steps"``).
+        Maximum number of epochs (steps with ``loop="steps"``, iterations
+        with ``loop="lbfgs"``).
     batch_size : int, default=32
         Rows per mini-batch (clipped to the number of rows).
     learning_rate : float, default=1e-3
         Step size of the optimiser.
-    optimizer : {"adamw", "adam", "sgd", "rmsprop", "lbfgs"} or torch optimizer class, default="adamw"
-        The optimiser. ``"lbfgs"`` is full-batch L-BFGS with a strong Wolfe
-        line search (torch's :class:`~torch.optim.LBFGS`): one batch of all
-        rows in their order, ``max_iter`` counts L-BFGS iterations (the solve
-        is one epoch of the net; ``loss_curve`` holds the loss at its start),
-        ``tol`` is the gradient tolerance (stop when the gradient's
-        largest entry is at most ``tol``), and the fit also stops on
-        ``optimizer_options``' ``max_eval`` objective evaluations (default
-        ``max_iter * 5 // 4``) and ``tolerance_change`` (default 1e-9), the
-        rules of torch's solver; ``history_size`` defaults to 100.
-        ``n_iter_no_change``, ``batch_size``, ``shuffle`` and
-        ``lr_schedule`` do not apply, nor ``early_stopping`` or
-        ``weight_decay`` (a ``ValueError``); ``learning_rate`` is the
-        initial step length (1.0 is torch's default).
     weight_decay : float, default=0.0
         The optimiser's ``weight_decay``.
+    optimizer_options : dict, default=None
+        More keyword arguments of the optimiser (``momentum``, ``betas``,
+        ``fused``, L-BFGS's ``tolerance_change`` / ``history_size`` /
+        ``max_eval``, ...).
+    lr_schedule : None, "cosine" or callable, default=None
+        ``"cosine"``: cosine annealing over the run; a callable
+        ``lr_schedule(optimizer)`` returns a torch LR scheduler, stepped once
+        per epoch (``ReduceLROnPlateau`` receives the monitored loss) or per
+        mini-batch (``lr_schedule_interval="batch"``).
+    lr_schedule_interval : {"epoch", "batch"}, default="epoch"
+        Step the LR scheduler after every epoch or after every mini-batch
+        (warm-up schedules counted in optimiser steps).
+    grad_clip : float or None, default=None
+        Clip the gradients' global norm to this value before each step.
+    shuffle : bool, default=True
+        Draw a new batch order every epoch; ``False`` keeps the rows' order.
+        The validation split is drawn either way.
     early_stopping : bool, default=False
-        Hold out ``validation_fraction`` of the rows and stop on the
-        validation loss (the best module is returned); otherwise stop on the
-        training loss (the last module is returned).
+        Hold out ``validation_fraction`` of the rows (drawn from the seeded
+        generator) and stop when the validation loss has not decreased by
+        at least ``tol`` for more than ``n_iter_no_change`` consecutive
+        epochs; the module of the best validation loss is returned.
+        Otherwise the same rule runs on the training loss and the last
+        module is returned.
     validation_fraction : float in (0, 1), default=0.1
         Share of rows held out when ``early_stopping`` (at least one).
     n_iter_no_change : int or None, default=10
         Epochs without an improvement of at least ``tol`` tolerated before
-        stopping (scikit-learn's MLP rule). ``None`` always runs ``max_iter``
-        epochs (with ``early_stopping``, the module of the best validation
-        loss is still the one returned).
+        stopping. ``None`` always runs ``max_iter`` (with
+        ``early_stopping``, the best module is still the one returned).
     tol : float, default=1e-4
-        Minimal decrease of the monitored loss that counts as an improvement.
-    lr_schedule : None, "cosine" or callable, default=None
-        ``"cosine"``: cosine annealing over the ``max_iter`` epochs; a callable
-        ``lr_schedule(optimizer)`` returns a torch LR scheduler, stepped once
-        per epoch (``ReduceLROnPlateau`` receives the monitored loss) or per
-        mini-batch (``lr_schedule_interval="batch"``).
-    grad_clip : float or None, default=None
-        Clip the gradients' global norm to this value before each step.
+        Minimal decrease of the monitored loss that counts as an improvement
+        (the gradient tolerance with ``loop="lbfgs"``).
+    callbacks : list of skorch callbacks, default=None
+        More :class:`skorch.callbacks.Callback` instances (or ``(name,
+        callback)`` pairs), run after the trainer's own: they see
+        ``train_loss`` (and ``valid_loss``) in the epoch's history row.
     device : torch.device or str, default="cpu"
-        Where to train; already resolved by the estimator (``resolve_device``).
+        Where to train (an estimator resolves it first with
+        :func:`~sklearn_icml.utils.resolve_device`).
     random_state : int, RandomState, torch.Generator or None, default=None
         Seeds the one CPU generator that draws the validation split and the
-        batch order of every epoch.
+        batch order; seeded, torch's global generator (dropout) is forked
+        and seeded from it for the fit.
     verbose : int, default=0
-        Per-epoch log (skorch's ``PrintLog`` table) when positive.
+        Per-epoch log (skorch's ``PrintLog`` table) when positive; a silent
+        fit says how far it is after 10 s of CPU (:class:`ProgressReporter`).
     name : str, default="Estimator"
         The estimator's name, used in messages.
-    optimizer_options : dict, default=None
-        More keyword arguments of the optimiser (``momentum``, ``betas``,
-        ``"lbfgs"``'s ``tolerance_change`` / ``history_size`` / ``max_eval``,
-        ...). An optimiser class that re-evaluates the objective gets
-        skorch's closure; its epoch loss is the one at the start of the step.
-    lr_schedule_interval : {"epoch", "batch"}, default="epoch"
-        Step the LR scheduler after every epoch or after every mini-batch
-        (warm-up schedules counted in optimiser steps).
-    shuffle : bool, default=True
-        Draw a new batch order every epoch; ``False`` keeps the rows' order
-        (full-batch solvers on pre-sorted data). The validation split is
-        drawn either way.
-    budget : {"epochs", "steps"}, default="epochs"
-        ``"steps"``: a step-budgeted stream. ``max_iter`` counts optimiser
-        steps; the (training) rows are visited as successive seeded
-        permutations cut into batches in order, a batch possibly spanning two
-        passes (every step sees all rows, in order, when they fit in one
-        batch), and the order is drawn before the first step. An epoch of the
-        history, of the stopping rule and of the validation pass is one pass
-        over the rows (``ceil(n_rows / batch_size)`` steps; the last one
-        shorter). ``n_iter`` then counts steps.
 
-    Returns
-    -------
-    TrainingResult
-        The trained module (CPU, eval mode) and the training history.
-
-    Raises
-    ------
-    ValueError
-        For invalid options, fewer than two rows when ``early_stopping``, or
-        a non-finite training/validation loss (with a hint to lower
-        ``learning_rate``).
+    See Also
+    --------
+    TrainingResult : What :meth:`fit` returns.
+    EarlyStopping : The stopping rule, for loops of their own.
 
     Notes
     -----
-    The work runs inside :func:`~sklearn_icml.utils._torch.torch_threads`.
-    Module parameters are updated in place; the returned module is the same
-    object, moved to the CPU.
+    A private subclass of :class:`skorch.NeuralNet` runs the loop; it is never
+    the public object (skorch's nets do not pass scikit-learn's checks). It
+    overrides only the methods skorch documents for customisation:
+    ``train_step`` (one optimiser step per batch, gradient clipping, the
+    closure of re-evaluating optimisers), ``train_step_single`` and
+    ``validation_step`` (the batch objective; the module's mode is switched
+    only when it changes), ``get_loss``, ``infer``,
+    ``get_train_step_accumulator`` (the per-iteration losses of
+    ``"lbfgs"``) and the ``initialize_*`` / ``get_*`` hooks. skorch's
+    ``fit_loop`` and ``run_single_epoch`` run the epochs; the batches come
+    from ``iterator_train`` / ``iterator_valid`` classes that slice device
+    tensors (skorch's default ``DataLoader`` collates sample by sample); the
+    epoch loss, the stopping rule, the LR schedule and the log are
+    callbacks. The work runs inside
+    :func:`~sklearn_icml.utils.torch_threads`; the module is updated in
+    place and returned on the CPU, in eval mode.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from sklearn_icml.utils import Trainer
+    >>> X = np.linspace(-1, 1, 64).reshape(-1, 1)
+    >>> net = torch.nn.Linear(1, 1)
+    >>> result = Trainer(max_iter=300, batch_size=16, learning_rate=0.05, random_state=0).fit(net, X, 3 * X)
+    >>> round(float(net.weight.detach()), 1), result.loss_curve[-1] < 1e-3
+    (3.0, True)
+    >>> lbfgs = Trainer(loop="lbfgs", max_iter=20, learning_rate=1.0).fit(torch.nn.Linear(1, 1), X, 3 * X)
+    >>> len(lbfgs.loss_curve) == lbfgs.n_iter + 1
+    True
+    """
+
+    def __init__(self, *, loop="epochs", loss="mse", train_step=None, optimizer=None, max_iter=200, batch_size=32,
+                 learning_rate=1e-3, weight_decay=0.0, optimizer_options=None, lr_schedule=None,
+                 lr_schedule_interval="epoch", grad_clip=None, shuffle=True, early_stopping=False,
+                 validation_fraction=0.1, n_iter_no_change=10, tol=1e-4, callbacks=None, device="cpu",
+                 random_state=None, verbose=0, name="Estimator"):
+        self.loop = loop
+        self.loss = loss
+        self.train_step = train_step
+        self.optimizer = optimizer
+        self.max_iter = max_iter
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.weight_decay = weight_decay
+        self.optimizer_options = optimizer_options
+        self.lr_schedule = lr_schedule
+        self.lr_schedule_interval = lr_schedule_interval
+        self.grad_clip = grad_clip
+        self.shuffle = shuffle
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
+        self.callbacks = callbacks
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.name = name
+
+    def __repr__(self):
+        return f"Trainer(loop={self.loop!r}, max_iter={self.max_iter!r}, name={self.name!r})"
+
+    def _options(self):
+        """Validated options: (loop, optimizer class, optimizer kwargs, closure_step)."""
+        import torch
+
+        name = self.name
+        _check_params(name, self.max_iter, self.batch_size, self.learning_rate, self.validation_fraction,
+                      self.n_iter_no_change, self.tol, self.grad_clip)
+        if self.loop not in _LOOPS:
+            raise ValueError(f"{name}: loop must be one of {_LOOPS}; got {self.loop!r}.")
+        if self.train_step is not None and not callable(self.train_step):
+            raise TypeError(f"{name}: train_step must be a callable(module, X_batch, y_batch); "
+                            f"got {self.train_step!r}.")
+        if self.lr_schedule_interval not in ("epoch", "batch"):
+            raise ValueError(f"{name}: lr_schedule_interval must be 'epoch' or 'batch'; "
+                             f"got {self.lr_schedule_interval!r}.")
+        options = {} if self.optimizer_options is None else dict(self.optimizer_options)
+        is_lbfgs_name = isinstance(self.optimizer, str) and self.optimizer.lower() == "lbfgs"
+        if self.loop == "lbfgs":
+            if self.optimizer is not None and not is_lbfgs_name:
+                raise ValueError(f"{name}: loop='lbfgs' runs torch's LBFGS; leave optimizer=None "
+                                 f"(got {self.optimizer!r}).")
+            for flag, label in ((self.early_stopping, "early_stopping"), (self.weight_decay, "weight_decay"),
+                                (self.lr_schedule is not None, "lr_schedule"),
+                                (self.grad_clip is not None, "grad_clip")):
+                if flag:
+                    raise ValueError(f"{name}: {label} does not apply to loop='lbfgs' (full-batch L-BFGS stops "
+                                     "on its gradient tolerance tol).")
+            options.setdefault("max_eval", self.max_iter * 5 // 4)
+            options.setdefault("tolerance_change", 1e-9)
+            options.update(tolerance_grad=self.tol, line_search_fn="strong_wolfe", max_iter=self.max_iter)
+            options.setdefault("history_size", 100)
+            return torch.optim.LBFGS, options, True
+        if is_lbfgs_name:
+            raise ValueError(f"{name}: full-batch L-BFGS is loop='lbfgs' (optimizer='lbfgs' with loop="
+                             f"{self.loop!r} is not a loop of the trainer).")
+        optimizer = "adamw" if self.optimizer is None else self.optimizer
+        optimizer_cls = _optimizer_class(optimizer, name)
+        if isinstance(optimizer, str) or self.weight_decay:
+            options.setdefault("weight_decay", self.weight_decay)
+        # the named first-order optimisers step without a closure (skorch passes one to every optimiser)
+        return optimizer_cls, options, not isinstance(optimizer, str)
+
+    def fit(self, module, X, y=None):
+        """Train ``module`` on ``(X, y)``.
+
+        Parameters
+        ----------
+        module : torch.nn.Module
+            Built (on the CPU, seeded) by the caller. Trained in place on
+            ``device``; only parameters with ``requires_grad`` are optimised.
+        X : ndarray, tensor, or tuple of them
+            Inputs, first axis = samples. A tuple is unpacked into
+            ``module(*X_batch)``. Float arrays are cast to the module's float
+            dtype.
+        y : ndarray, tensor or None, default=None
+            Targets (``int64`` for ``"cross_entropy"``, floats otherwise).
+            ``None`` for objectives that need none (then give ``train_step``).
+
+        Returns
+        -------
+        TrainingResult
+            The trained module (CPU, eval mode) and the training history.
+
+        Raises
+        ------
+        ValueError
+            For invalid options, fewer than two rows when ``early_stopping``,
+            or a non-finite training/validation loss (with a hint to lower
+            ``learning_rate``).
+        """
+        import torch
+
+        name = self.name
+        optimizer_cls, options, closure_step = self._options()
+        if self.train_step is None and y is None:
+            raise ValueError(f"{name}: y is None: pass targets, or a train_step that needs none.")
+        _Net, _History, _EpochLoss, _Monitor = _net_classes()
+        loss_fn = _loss_function(self.loss, torch.nn.functional, name)
+        lbfgs = self.loop == "lbfgs"
+        steps_loop = self.loop == "steps"
+        max_iter, batch_size, learning_rate = self.max_iter, self.batch_size, self.learning_rate
+        early_stopping, verbose = self.early_stopping, self.verbose
+        n_iter_no_change, shuffle = (None, False) if lbfgs else (self.n_iter_no_change, self.shuffle)
+        device = torch.device(self.device)
+        generator = _as_generator(self.random_state)
+
+        with torch_threads():
+            module.to(device)
+            float_dtype = _float_dtype(module)
+            if learning_rate > torch.finfo(float_dtype).max:
+                raise ValueError(f"{name}: learning_rate={learning_rate!r} overflows the module's {float_dtype} "
+                                 "parameters; give a finite step size in their range.")
+            single = not isinstance(X, (tuple, list))
+            xs = tuple(_tensor(a, device, float_dtype) for a in ((X,) if single else X))
+            target_dtype = torch.long if (isinstance(self.loss, str) and self.loss == "cross_entropy") else None
+            yt = None if y is None else _tensor(y, device, float_dtype, target_dtype)
+            n = int(xs[0].shape[0])
+            if any(int(x.shape[0]) != n for x in xs) or (yt is not None and int(yt.shape[0]) != n):
+                raise ValueError(f"{name}: X and y have inconsistent numbers of rows.")
+            if n < 1:
+                raise ValueError(f"{name}: no rows to train on.")
+            max_epochs = max_iter
+            if lbfgs:
+                batch_size, max_epochs = n, 1  # the solve is one epoch: one train_step over the full batch
+
+            data = _import_torch_data()(xs, yt, single)
+            train_split, valid, n_train = None, None, n
+            if early_stopping:
+                n_valid = int(math.ceil(self.validation_fraction * n))
+                if n - n_valid < 1:
+                    raise ValueError(f"{name}: early_stopping needs at least 2 rows (validation_fraction="
+                                     f"{self.validation_fraction!r} of {n} leaves none to train on).")
+                perm = torch.randperm(n, generator=generator).to(device)
+                train_data, valid = data.subset(perm[n_valid:]), data.subset(perm[:n_valid])
+                train_split = lambda dataset, y=None, **kw: (train_data, valid)  # noqa: E731
+                n_train = n - n_valid
+            per_batch = self.lr_schedule_interval == "batch"
+            if steps_loop:
+                stream = _Stream(n_train, batch_size, max_iter, generator)
+                max_epochs = stream.n_epochs
+                n_steps = max_iter if per_batch else max_epochs
+                iterator = dict(iterator_train=_StreamIterator, iterator_train__stream=stream)
+            else:
+                n_steps = max_epochs * (math.ceil(n / min(batch_size, n)) if per_batch else 1)
+                iterator = dict(iterator_train=_BatchIterator, iterator_train__shuffle=bool(shuffle),
+                                iterator_train__generator=generator)
+            scheduler_factory = _scheduler_factory(self.lr_schedule, n_steps, name)
+            stopper = EarlyStopping(n_iter_no_change, self.tol, keep_best=early_stopping)
+            monitor = _Monitor(stopper, early_stopping, scheduler_factory, name, learning_rate, per_batch=per_batch,
+                               reporter=ProgressReporter(name, max_iter, verbose=0) if not verbose else None,
+                               progress=(lambda net: stream.step) if steps_loop else None)
+            from skorch.callbacks import EpochTimer, PrintLog
+
+            callbacks = [("epoch_loss", _EpochLoss()), ("epoch_timer", EpochTimer())]
+            for k, cb in enumerate(self.callbacks or ()):
+                callbacks.append(cb if isinstance(cb, tuple) else (f"callback_{k}", cb))
+            if verbose:
+                callbacks.append(("print_log", PrintLog(sink=lambda s: print(f"[{name}] " + s.replace(
+                    "\n", f"\n[{name}] "), flush=True), keys_ignored=("train_batch_count", "valid_batch_count"))))
+            callbacks.append(("monitor", monitor))
+            iteration_log = {} if lbfgs else None
+            net = _Net(
+                module, criterion=torch.nn.Identity, optimizer=optimizer_cls, lr=learning_rate,
+                **{f"optimizer__{k}": v for k, v in options.items()}, max_epochs=max_epochs, batch_size=batch_size,
+                **iterator, iterator_valid=_BatchIterator, train_split=train_split, callbacks=callbacks,
+                device=None, verbose=0, history=_History(), loss_fn=loss_fn, train_step_fn=self.train_step,
+                grad_clip=None if lbfgs else self.grad_clip, closure_step=closure_step, iteration_log=iteration_log,
+            )
+            if not any(p.requires_grad for p in module.parameters()):
+                raise ValueError(f"{name}: nothing to train: every parameter of the module is frozen.")
+            net.initialize()
+            if verbose:
+                print(f"[{name}] training {sum(p.numel() for _, p in net.get_all_learnable_params())} parameters "
+                      f"on {n_train} rows ({device}), up to {max_iter} "
+                      f"{'L-BFGS iterations' if lbfgs else self.loop}", flush=True)
+            with _seeded_global_draws(generator if self.random_state is not None else None, device):
+                net.partial_fit(data, None)
+            if early_stopping:
+                stopper.restore_best(module)
+            history = net.history
+            valid_curve = [float(row["valid_loss"]) for row in history] if early_stopping else None
+            n_evaluations = None
+            if lbfgs:
+                state = net.optimizer_.state[net.optimizer_.param_groups[0]["params"][0]]
+                n_iter, n_evaluations = int(state.get("n_iter", 0)), int(state.get("func_evals", 0))
+                # an iteration that stops before its line search (no descent left) evaluates nothing and
+                # leaves the iterate where it was: its value is the previous one
+                loss_curve = []
+                for k in range(n_iter + 1):
+                    loss_curve.append(float(iteration_log[k].item()) if k in iteration_log else loss_curve[-1])
+            else:
+                loss_curve = [float(row["train_loss"]) for row in history]
+                n_iter = stream.step if steps_loop else len(loss_curve)
+            term_names = [key[len("train_"):] for key in (history[0] if len(history) else {})
+                          if key.startswith("train_") and key not in ("train_loss", "train_batch_count")]
+            loss_terms = {k: [float(row["train_" + k]) for row in history] for k in term_names} or None
+            module.eval()
+            module.to("cpu")
+        return TrainingResult(
+            module=module, loss_curve=loss_curve, validation_scores=valid_curve, n_iter=n_iter,
+            best_loss=None if early_stopping else min(loss_curve),
+            best_validation_score=min(valid_curve) if early_stopping else None,
+            epoch_times=[float(row["dur"]) for row in history], optimizer=net.optimizer_,
+            n_evaluations=n_evaluations, loss_terms=loss_terms,
+        )
+
+
+def fit_module(module, X, y=None, *, optimizer="adamw", budget="epochs", **options):
+    """Train ``module`` with a one-off :class:`Trainer`; the keyword form of ``Trainer(...).fit``.
+
+    ``fit_module(module, X, y, **options)`` is ``Trainer(**options).fit(module, X, y)``, where
+    ``optimizer="lbfgs"`` selects ``loop="lbfgs"`` and ``budget="steps"`` selects
+    ``loop="steps"``. Every other keyword is a :class:`Trainer` parameter.
 
     Examples
     --------
     >>> import numpy as np, torch
     >>> from sklearn_icml.utils._training import fit_module
     >>> X = np.linspace(-1, 1, 64).reshape(-1, 1)
-    >>> y = 3 * X
-    >>> net = torch.nn.Linear(1, 1)
-    >>> res = fit_module(net, X, y, max_iter=300, batch_size=16, learning_rate=0.05, random_state=0)
-    >>> round(float(net.weight.detach()), 1), res.n_iter <= 300, res.loss_curve[-1] < 1e-3
-    (3.0, True, True)
+    >>> res = fit_module(torch.nn.Linear(1, 1), X, 3 * X, max_iter=300, batch_size=16, learning_rate=0.05,
+    ...                  random_state=0)
+    >>> res.loss_curve[-1] < 1e-3
+    True
     """
-    import torch
-
-    _check_params(name, max_iter, batch_size, learning_rate, validation_fraction, n_iter_no_change, tol, grad_clip)
-    if train_step is not None and not callable(train_step):
-        raise TypeError(f"{name}: train_step must be a callable(module, X_batch, y_batch); got {train_step!r}.")
-    if train_step is None and y is None:
-        raise ValueError(f"{name}: y is None: pass targets, or a train_step that needs none.")
-    _Net, _Monitor, functional = _make_net_class()
-    loss_fn = _loss_function(loss, functional, name)
-    optimizer_cls = _optimizer_class(optimizer, name)
     if budget not in ("epochs", "steps"):
-        raise ValueError(f"{name}: budget must be 'epochs' or 'steps'; got {budget!r}.")
-    if lr_schedule_interval not in ("epoch", "batch"):
-        raise ValueError(f"{name}: lr_schedule_interval must be 'epoch' or 'batch'; got {lr_schedule_interval!r}.")
-    options = {} if optimizer_options is None else dict(optimizer_options)
-    lbfgs = None
+        raise ValueError(f"{options.get('name', 'Estimator')}: budget must be 'epochs' or 'steps'; got {budget!r}.")
+    loop = "steps" if budget == "steps" else "epochs"
     if isinstance(optimizer, str) and optimizer.lower() == "lbfgs":
-        for flag, label in ((early_stopping, "early_stopping"), (weight_decay, "weight_decay"),
-                            (lr_schedule is not None, "lr_schedule"), (budget != "epochs", "budget='steps'")):
-            if flag:
-                raise ValueError(f"{name}: {label} does not apply to optimizer='lbfgs' (full-batch L-BFGS stops "
-                                 "on its gradient tolerance tol).")
-        lbfgs = _LBFGSSolve(max_iter, options.pop("max_eval", max_iter * 5 // 4))
-        options.setdefault("tolerance_change", 1e-9)
-        options.update(tolerance_grad=tol, line_search_fn="strong_wolfe", max_iter=max_iter)
-        options.setdefault("history_size", 100)
-        n_iter_no_change, shuffle = None, False
-    elif isinstance(optimizer, str) or weight_decay:
-        options.setdefault("weight_decay", weight_decay)
-    device = torch.device(device)
-    generator = _as_generator(random_state)
-
-    with torch_threads():
-        module.to(device)
-        float_dtype = _float_dtype(module)
-        if learning_rate > torch.finfo(float_dtype).max:
-            raise ValueError(f"{name}: learning_rate={learning_rate!r} overflows the module's {float_dtype} "
-                             "parameters; give a finite step size in their range.")
-        single = not isinstance(X, (tuple, list))
-        xs = tuple(_tensor(a, device, float_dtype) for a in ((X,) if single else X))
-        target_dtype = torch.long if (isinstance(loss, str) and loss == "cross_entropy") else None
-        yt = None if y is None else _tensor(y, device, float_dtype, target_dtype)
-        n = int(xs[0].shape[0])
-        if any(int(x.shape[0]) != n for x in xs) or (yt is not None and int(yt.shape[0]) != n):
-            raise ValueError(f"{name}: X and y have inconsistent numbers of rows.")
-        if n < 1:
-            raise ValueError(f"{name}: no rows to train on.")
-        if lbfgs is not None:
-            batch_size, max_iter = n, 1  # the solve is one epoch: one train_step over the full batch
-
-        data = _import_torch_data()(xs, yt, single)
-        train_split, valid, n_train = None, None, n
-        if early_stopping:
-            n_valid = int(math.ceil(validation_fraction * n))
-            if n - n_valid < 1:
-                raise ValueError(f"{name}: early_stopping needs at least 2 rows (validation_fraction="
-                                 f"{validation_fraction!r} of {n} leaves none to train on).")
-            perm = torch.randperm(n, generator=generator).to(device)
-            train_data, valid = data.subset(perm[n_valid:]), data.subset(perm[:n_valid])
-            train_split = lambda dataset, y=None, **kw: (train_data, valid)  # noqa: E731
-            n_train = n - n_valid
         if budget == "steps":
-            stream = _Stream(n_train, batch_size, max_iter, generator)
-            max_epochs = stream.n_epochs
-            steps = max_iter if lr_schedule_interval == "batch" else max_epochs
-            iterator = dict(iterator_train=_StreamIterator, iterator_train__stream=stream)
-        else:
-            max_epochs = max_iter
-            steps = max_iter * (math.ceil(n / min(batch_size, n)) if lr_schedule_interval == "batch" else 1)
-            iterator = dict(iterator_train=_BatchIterator, iterator_train__shuffle=bool(shuffle),
-                            iterator_train__generator=generator)
-        scheduler_factory = _scheduler_factory(lr_schedule, steps, name)
-        stopper = EarlyStopping(n_iter_no_change, tol, keep_best=early_stopping)
-        monitor = _Monitor(stopper, early_stopping, scheduler_factory, name, learning_rate,
-                           per_batch=lr_schedule_interval == "batch",
-                           reporter=ProgressReporter(name, max_iter, verbose=0) if not verbose else None,
-                           progress=(lambda net: stream.step) if budget == "steps" else None)
-        from skorch.callbacks import EpochTimer, GradientNormClipping, PrintLog
-
-        callbacks = [("epoch_timer", EpochTimer())]
-        if grad_clip is not None:
-            callbacks.append(("grad_clip", GradientNormClipping(gradient_clip_value=grad_clip)))
-        if verbose:
-            callbacks.append(("print_log", PrintLog(sink=lambda s: print(f"[{name}] " + s.replace(
-                "\n", f"\n[{name}] "), flush=True), keys_ignored=("train_batch_count", "valid_batch_count"))))
-        callbacks.append(("monitor", monitor))
-        net = _Net(
-            module, criterion=torch.nn.Identity, optimizer=optimizer_cls, lr=learning_rate,
-            **{f"optimizer__{k}": v for k, v in options.items()}, max_epochs=max_epochs, batch_size=batch_size,
-            **iterator, iterator_valid=_BatchIterator, train_split=train_split, callbacks=callbacks,
-            device=None, verbose=0, loss_fn=loss_fn, train_step_fn=train_step, lbfgs=lbfgs,
-        )
-        if not any(p.requires_grad for p in module.parameters()):
-            raise ValueError(f"{name}: nothing to train: every parameter of the module is frozen.")
-        net.initialize()
-        if verbose:
-            print(f"[{name}] training {sum(p.numel() for _, p in net.get_all_learnable_params())} parameters "
-                  f"on {n_train} rows ({device}), up to {lbfgs.max_iter if lbfgs else max_iter} "
-                  f"{'L-BFGS iterations' if lbfgs else budget}",
-                  flush=True)
-        with _seeded_global_draws(generator if random_state is not None else None, device):
-            net.partial_fit(data, None)
-        if early_stopping:
-            stopper.restore_best(module)
-        history = net.history
-        loss_curve = [float(row["train_loss"]) for row in history]
-        valid_curve = [float(row["valid_loss"]) for row in history] if early_stopping else None
-        module.eval()
-        module.to("cpu")
-    return TrainingResult(
-        module=module, loss_curve=loss_curve, validation_scores=valid_curve,
-        n_iter=stream.step if budget == "steps" else lbfgs.n_iter if lbfgs is not None else len(loss_curve),
-        best_loss=None if early_stopping else min(loss_curve),
-        best_validation_score=min(valid_curve) if early_stopping else None,
-        epoch_times=[float(row["dur"]) for row in history], optimizer=net.optimizer_,
-        n_evaluations=None if lbfgs is None else lbfgs.evaluations,
-    )
+            raise ValueError(f"{options.get('name', 'Estimator')}: budget='steps' does not apply to "
+                             "optimizer='lbfgs' (full-batch L-BFGS stops on its gradient tolerance tol).")
+        loop, optimizer = "lbfgs", None
+    return Trainer(loop=loop, optimizer=optimizer, **options).fit(module, X, y)
