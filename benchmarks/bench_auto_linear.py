@@ -369,16 +369,16 @@ def _conv_net_on_pairs(S, V, steps, seed):
     """
     import torch
 
-    from sklearn_icml.utils._training import fit_module
+    from sklearn_icml.utils import Trainer
 
     shape_x, shape_y = (N_T_2D, GRID_2D[1]), GRID_2D
     net = _paired_conv_net(shape_x, shape_y, CHANNELS_2D, LATENT_2D[1], seed)
     sm, sx, vm, vs = S.mean(), S.std(), V.mean(), V.std()
     batch = min(BATCH_2D, len(S))
     epochs = max(1, math.ceil(steps / math.ceil(len(S) / batch)))
-    result = fit_module(net, ((S - sm) / sx).astype(np.float32), ((V - vm) / vs).astype(np.float32),
-                        max_iter=epochs, batch_size=batch, learning_rate=2e-3, n_iter_no_change=10 ** 6,
-                        random_state=seed)
+    trainer = Trainer(max_iter=epochs, batch_size=batch, learning_rate=2e-3, n_iter_no_change=10 ** 6,
+                      random_state=seed)
+    result = trainer.fit(net, ((S - sm) / sx).astype(np.float32), ((V - vm) / vs).astype(np.float32))
     module = result.module.eval()
 
     def predict(A):
@@ -560,7 +560,7 @@ def gpu(args):
     import torch
 
     from sklearn_icml.cross_domain import MaskedAutoencoder
-    from sklearn_icml.utils._training import fit_module
+    from sklearn_icml.utils import Trainer
 
     quick = args.quick
     n_pool, steps, n_pairs, n_test = GPU_QUICK if quick else GPU_FULL
@@ -593,10 +593,10 @@ def gpu(args):
         sx, sm = S_pool.std(), S_pool.mean()
         vm, vs = V_pool.mean(), V_pool.std()
         batches = math.ceil(n_pairs / 64)
-        result = fit_module(net, ((S_tr - sm) / sx).astype(np.float32), ((V_tr - vm) / vs).astype(np.float32),
-                            max_iter=max(1, math.ceil(steps / batches)), batch_size=64, learning_rate=1e-3,
-                            n_iter_no_change=10 ** 6, device=args.device if args.device != "auto" else
-                            ("cuda" if torch.cuda.is_available() else "cpu"), random_state=seed)
+        trainer = Trainer(max_iter=max(1, math.ceil(steps / batches)), batch_size=64, learning_rate=1e-3,
+                          n_iter_no_change=10 ** 6, device=args.device if args.device != "auto" else
+                          ("cuda" if torch.cuda.is_available() else "cpu"), random_state=seed)
+        result = trainer.fit(net, ((S_tr - sm) / sx).astype(np.float32), ((V_tr - vm) / vs).astype(np.float32))
         with torch.no_grad():
             V_net = result.module(torch.as_tensor(((S_te - sm) / sx).astype(np.float32))).numpy() * vs + vm
         table.add("2-D maps", "conv encoder-decoder on pairs only", np.abs(V_net - V_te).mean(), seed=seed)

@@ -1,7 +1,7 @@
-"""Overhead of the shared training layer: epoch time through fit_module against the hand loops it replaced.
+"""Overhead of the shared training layer: epoch time through the Trainer against the hand loops it replaced.
 
 These estimators used to carry their own torch loops; they now train through
-``sklearn_icml.utils._training.fit_module`` (skorch's ``NeuralNet`` inside). For each one this script
+``sklearn_icml.utils.Trainer`` (skorch's ``NeuralNet`` inside). For each one this script
 builds the same network from the same seed, on the same data, and trains it for the same number of
 epochs twice: with a copy of the estimator's former hand-written loop (kept below, verbatim up to
 variable names) and through the layer (with the train step the estimator now uses, and the stopping
@@ -19,7 +19,7 @@ L-BFGS iteration against torch's single long ``step`` call; the time is per 200-
 ``PrototypeSurvival`` (transformer fusion, Cox loss, batch 40, warm-up + cosine per step) and
 the step-budgeted stream of ``DySLIMRegressor`` (its objective at lambda = 0, the one-step MSE of a
 residual MLP 3-64-64-3, batch 256, 400 Adam steps with gradient clipping over successive seeded
-permutations of 2000 rows; ``fit_module(budget="steps")`` against the plain loop; an epoch is a
+permutations of 2000 rows; ``Trainer(loop="steps")`` against the plain loop; an epoch is a
 pass of 8 steps).
 """
 
@@ -44,9 +44,8 @@ from sklearn_icml.survival import Surv, concordance_index  # noqa: E402
 from sklearn_icml.survival._base import cox_negative_log_likelihood, cox_sort_keys  # noqa: E402
 from sklearn_icml.survival._cox import _cox_train_step  # noqa: E402
 from sklearn_icml.survival._fusion_net import FusionNet  # noqa: E402
-from sklearn_icml.utils import resolve_device, to_tensor, torch_generator  # noqa: E402
+from sklearn_icml.utils import Trainer, resolve_device, to_tensor, torch_generator  # noqa: E402
 from sklearn_icml.utils._mlp import StandardizedMLP  # noqa: E402
-from sklearn_icml.utils._training import fit_module  # noqa: E402
 
 QUICK = False
 REPEATS = 3
@@ -104,8 +103,8 @@ def dora_case(seed, device, epochs):
         return module
 
     def new():
-        return fit_module(build(), Xt, Y, loss=loss_fn, max_iter=epochs, n_iter_no_change=epochs, batch_size=64,
-                          learning_rate=1e-3, device=device, random_state=torch_generator(seed)).module
+        return Trainer(loss=loss_fn, max_iter=epochs, n_iter_no_change=epochs, batch_size=64, learning_rate=1e-3,
+                       device=device, random_state=torch_generator(seed)).fit(build(), Xt, Y).module
 
     def score(module):
         with torch.no_grad():
@@ -193,13 +192,14 @@ def cox_case(seed, device, epochs, solver):
     def new():
         module = cox_module(X, seed)
         if solver == "adam":
-            return fit_module(module, X, target, train_step=step, max_iter=epochs, n_iter_no_change=epochs,
-                              batch_size=64, learning_rate=1e-2, optimizer="adam", device=device,
-                              random_state=torch_generator(seed + 1)).module
+            return Trainer(train_step=step, max_iter=epochs, n_iter_no_change=epochs, batch_size=64,
+                           learning_rate=1e-2, optimizer="adam", device=device,
+                           random_state=torch_generator(seed + 1)).fit(module, X, target).module
         order = np.argsort(-time_, kind="mergesort")
-        return fit_module(module, X[order], target[order], train_step=_cox_train_step(alpha, X.shape[0], None, True),
-                          optimizer="lbfgs", max_iter=200, learning_rate=1.0, tol=1e-9, device=device,
-                          random_state=seed, optimizer_options=dict(tolerance_change=0.0, history_size=20)).module
+        return Trainer(loop="lbfgs", train_step=_cox_train_step(alpha, X.shape[0], None, True), max_iter=200,
+                       learning_rate=1.0, tol=1e-9, device=device, random_state=seed,
+                       optimizer_options=dict(tolerance_change=0.0, history_size=20)).fit(module, X[order],
+                                                                                         target[order]).module
 
     def score(module):
         with torch.no_grad():
@@ -244,9 +244,9 @@ def dyslim_case(seed, device, steps):
         def step(m, idx, _):
             return ((Xt[idx] + m(Xt[idx]) - Yt[idx]) ** 2).mean()
 
-        return fit_module(module, np.arange(len(X)), None, train_step=step, budget="steps", max_iter=steps,
-                          batch_size=256, learning_rate=1e-3, optimizer="adam", n_iter_no_change=None, grad_clip=1.0,
-                          device=device, random_state=torch_generator(seed)).module
+        return Trainer(loop="steps", train_step=step, max_iter=steps, batch_size=256, learning_rate=1e-3,
+                       optimizer="adam", n_iter_no_change=None, grad_clip=1.0, device=device,
+                       random_state=torch_generator(seed)).fit(module, np.arange(len(X))).module
 
     def score(fitted):
         with torch.no_grad():
@@ -332,10 +332,10 @@ def proto_case(seed, device, epochs):
         def train_step(net, xb, yb):
             return cox_batch_loss(net(xb, gen if net.training else None)[:, 0], yb[:, 0], yb[:, 1])
 
-        return fit_module(module, X, target, train_step=train_step, max_iter=epochs, n_iter_no_change=epochs,
-                          batch_size=40, learning_rate=3e-3, weight_decay=1e-5, device=device, random_state=gen,
-                          lr_schedule=lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, schedule),
-                          lr_schedule_interval="batch").module
+        return Trainer(train_step=train_step, max_iter=epochs, n_iter_no_change=epochs, batch_size=40,
+                       learning_rate=3e-3, weight_decay=1e-5, device=device, random_state=gen,
+                       lr_schedule=lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, schedule),
+                       lr_schedule_interval="batch").fit(module, X, target).module
 
     def score(module):
         with torch.no_grad():
@@ -369,12 +369,12 @@ def main():
     scores = Table("Held-out score of the trained network: training layer against the former hand loop",
                    "R^2 (DoRA) or c-index (survival)", higher_is_better=True, verdicts=False)
     # warm-up: imports and first-call costs of torch and skorch stay out of the timings
-    fit_module(torch.nn.Linear(2, 1), np.zeros((4, 2)), np.zeros((4, 1)), max_iter=1)
+    Trainer(max_iter=1).fit(torch.nn.Linear(2, 1), np.zeros((4, 2)), np.zeros((4, 1)))
     for seed in args.seeds:
         for case, make in cases.items():
             old, new, score = make(seed)
             k = per_epoch[next(key for key in per_epoch if case.startswith(key))]
-            runs = [("hand loop (before)", old), ("fit_module (after)", new)]
+            runs = [("hand loop (before)", old), ("Trainer (after)", new)]
             if seed % 2:
                 runs.reverse()  # alternate the order, so that neither always runs first
             for label, fn in runs:
@@ -382,10 +382,10 @@ def main():
                 for _ in range(REPEATS):  # the best of a few runs: other jobs only ever add time
                     spent, module = cpu_seconds(fn)
                     seconds = min(seconds, spent)
-                times.add(case, label, seconds / k, ours=label.startswith("fit_module"))
-                scores.add(case, label, score(module), ours=label.startswith("fit_module"))
+                times.add(case, label, seconds / k, ours=label.startswith("Trainer"))
+                scores.add(case, label, score(module), ours=label.startswith("Trainer"))
     for case in cases:
-        ratio = times.mean(case, "fit_module (after)") / times.mean(case, "hand loop (before)")
+        ratio = times.mean(case, "Trainer (after)") / times.mean(case, "hand loop (before)")
         times.bar(f"{case}: training layer / hand loop, CPU seconds per epoch (target: the shared layer's overhead "
                   "at most 10 %)", ratio, 1.1)
     times.note(f"Process CPU time with one torch thread, best of {REPEATS} runs per seed.")

@@ -146,7 +146,6 @@ def test_the_tour_lives_in_one_place_and_imports_public_names():
 #: own helper modules (``benchmarks/_*.py``) that emulate an earlier code path patch the library's internals by
 #: design and are not scanned.
 KNOWN_BENCHMARK_PRIVATE_IMPORTS = {
-    ("bench_auto_linear", "utils._training"): "fit_module, the training layer measured itself",
     ("bench_expand_cluster", "neural_network._students"): "the student training steps, timed one by one",
     ("bench_private_evolution", "generative._pe_voting"): "the vote kernel each round of a fit runs, timed alone "
                                                          "against NearestNeighbors (no public call runs it alone)",
@@ -154,7 +153,6 @@ KNOWN_BENCHMARK_PRIVATE_IMPORTS = {
     ("bench_training_layer", "survival._cox"): "the training layer against the loops it replaced",
     ("bench_training_layer", "survival._fusion_net"): "the training layer against the loops it replaced",
     ("bench_training_layer", "utils._mlp"): "the training layer against the loops it replaced",
-    ("bench_training_layer", "utils._training"): "the training layer against the loops it replaced",
     ("bench_wgan", "generative._wgan_training"): "the training loop timed with and without the inverse network "
                                                 "(a fit always trains the inverse: inverse_penalty=0 detaches it)",
 }

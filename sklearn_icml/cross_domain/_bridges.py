@@ -162,7 +162,7 @@ def refine_in_output_space(kind, bridge, Z_in, Y_out, decoder, alphas):
 
     Minimises ``mean_i ||D((z_i - mu) / sd @ W + b) - y_i||^2 + alpha / n * ||W||^2``
     over ``W, b`` by full-batch L-BFGS in float64 (the training layer's
-    ``optimizer="lbfgs"``, ``_REFINE_ITER`` iterations), from the latent fit. ``D`` is the
+    ``loop="lbfgs"``, ``_REFINE_ITER`` iterations), from the latent fit. ``D`` is the
     decoder's network on its standardised outputs (``decoder.module_.decode``
     of a :class:`MaskedAutoencoder`), so every feature of ``Y_out`` weighs the
     same; the latent inputs are standardised so that the penalty treats the
@@ -173,7 +173,7 @@ def refine_in_output_space(kind, bridge, Z_in, Y_out, decoder, alphas):
     ``coef_`` and ``intercept_`` replaced (in the raw latent coordinates).
     """
 
-    from ..utils._training import fit_module
+    from ..utils import Trainer
 
     n = len(Z_in)
     mu = Z_in.mean(axis=0)
@@ -199,8 +199,9 @@ def refine_in_output_space(kind, bridge, Z_in, Y_out, decoder, alphas):
         def objective(net, Z, Y):
             return ((net(Z) - Y) ** 2).sum(dim=1).mean() + alpha / n * (net.W ** 2).sum()
 
-        fit_module(bridge_net, Zs, (Y_out - decoder.mean_) / decoder.scale_, train_step=objective,
-                   optimizer="lbfgs", max_iter=_REFINE_ITER, learning_rate=1.0, tol=1e-7, name="AutoLinear")
+        Trainer(
+            loop="lbfgs", train_step=objective, max_iter=_REFINE_ITER, learning_rate=1.0, tol=1e-7, name="AutoLinear",
+        ).fit(bridge_net, Zs, (Y_out - decoder.mean_) / decoder.scale_)
     finally:
         for p, flag in zip(decoding.parameters(), frozen):
             p.requires_grad_(flag)

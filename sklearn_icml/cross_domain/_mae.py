@@ -1,6 +1,6 @@
 """MaskedAutoencoder: a self-supervised encoder-decoder of one domain, trained by masked reconstruction (S5).
 
-Trained through :func:`~sklearn_icml.utils._training.fit_module` with a custom
+Trained through :class:`~sklearn_icml.utils.Trainer` with a custom
 train step (mask random inputs or patches, reconstruct the whole row).
 ``max_iter`` counts optimiser steps, as in the Auto-Linear notes; it is turned
 into whole epochs of the layer (``ceil(max_iter / batches per epoch)``).
@@ -243,7 +243,7 @@ class MaskedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Torch
         """
         import torch
 
-        from ..utils._training import fit_module
+        from ..utils import Trainer
         from ._mae_networks import ConvAutoencoder, MLPAutoencoder, masked_reconstruction_step
 
         name = type(self).__name__
@@ -272,14 +272,12 @@ class MaskedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Torch
             epochs = math.ceil(self.max_iter / batches)
             step = masked_reconstruction_step(shape, int(self.patch_size), float(self.mask_ratio), generator)
             Xs = ((X - self.mean_) / self.scale_).astype(np.float32)
-            result = fit_module(
-                module, Xs, None, train_step=step, max_iter=epochs, batch_size=batch_size,
-                learning_rate=self.learning_rate, optimizer="adam", early_stopping=self.early_stopping,
-                validation_fraction=self.validation_fraction,
+            result = Trainer(
+                train_step=step, max_iter=epochs, batch_size=batch_size, learning_rate=self.learning_rate,
+                optimizer="adam", early_stopping=self.early_stopping, validation_fraction=self.validation_fraction,
                 n_iter_no_change=self.n_iter_no_change if self.early_stopping else epochs,
-                tol=self.tol if self.early_stopping else 0.0,
-                lr_schedule="cosine", lr_schedule_interval="batch", device=ctx.device, random_state=generator,
-                verbose=self.verbose, name=name)
+                tol=self.tol if self.early_stopping else 0.0, lr_schedule="cosine", lr_schedule_interval="batch",
+                device=ctx.device, random_state=generator, verbose=self.verbose, name=name).fit(module, Xs, None)
             self.module_ = result.module.to(dtype=torch.float64)
         self.loss_curve_ = list(result.loss_curve)
         self.validation_scores_ = result.validation_scores

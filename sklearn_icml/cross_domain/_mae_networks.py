@@ -138,7 +138,7 @@ def draw_mask(n_rows, input_shape, patch_size, mask_ratio, generator, device):
 
 
 def masked_reconstruction_step(input_shape, patch_size, mask_ratio, generator):
-    """``train_step(module, X_batch, _)`` for :func:`~sklearn_icml.utils._training.fit_module`.
+    """``train_step(module, X_batch, _)`` for :class:`~sklearn_icml.utils.Trainer`.
 
     Masks a fresh random set of patches of every row, reconstructs the row
     from what is left and returns the mean squared error over all positions

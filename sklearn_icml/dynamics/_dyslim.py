@@ -1,8 +1,8 @@
 """DySLIM: a learned flow map trained on trajectory misfit plus a distance to the invariant measure.
 
-Training goes through the shared layer :func:`~sklearn_icml.utils._training.fit_module`
+Training goes through the shared layer :class:`~sklearn_icml.utils.Trainer`
 with a custom train step (one optimiser step per mini-batch of ``(x0, future
-states)``) on a step budget (``budget="steps"``): ``max_iter`` counts optimiser
+states)``) on a step budget (``loop="steps"``): ``max_iter`` counts optimiser
 steps, as in the DySLIM code, not epochs. The sequence of mini-batches of all
 ``max_iter`` steps is drawn up front from the seeded generator (successive
 random permutations of the rows, cut into batches of ``batch_size``); it costs
@@ -570,7 +570,8 @@ class DySLIMRegressor(RegressorMixin, TorchEstimatorMixin, BaseEstimator):
 
         import torch
 
-        from ..utils._training import ProgressReporter, fit_module
+        from ..utils import Trainer
+        from ..utils._training import ProgressReporter
         from ._networks import FlowMap, build_network
 
         name = type(self).__name__
@@ -625,12 +626,13 @@ class DySLIMRegressor(RegressorMixin, TorchEstimatorMixin, BaseEstimator):
             reporter = ProgressReporter(name, self.max_iter, self.verbose) if self.verbose else None
             objective = _Objective(self, Xt, Yt, K, generator, device, name, reporter)
             rows = torch.arange(n, device=device)  # the objective reads its batches from Xt, Yt by row
-            result = fit_module(
-                module, rows, None, train_step=objective, budget="steps", max_iter=self.max_iter,
-                batch_size=self.batch_size, learning_rate=self.learning_rate, optimizer="adam",
-                early_stopping=self.early_stopping, validation_fraction=self.validation_fraction,
+            result = Trainer(
+                loop="steps", train_step=objective, max_iter=self.max_iter, batch_size=self.batch_size,
+                learning_rate=self.learning_rate, optimizer="adam", early_stopping=self.early_stopping,
+                validation_fraction=self.validation_fraction,
                 n_iter_no_change=self.n_iter_no_change if self.early_stopping else None, tol=self.tol,
-                grad_clip=self.grad_clip, device=device, random_state=generator, verbose=0, name=name)
+                grad_clip=self.grad_clip, device=device, random_state=generator, verbose=0, name=name,
+            ).fit(module, rows, None)
             curve = to_numpy(objective.log, np.float64)
         self.module_ = result.module
         self.mode_ = mode

@@ -2,7 +2,7 @@
 
 The estimators deep-copy the caller's network (or build a small MLP), put
 adapters in place (:func:`apply_adapters`), train through the library's
-training layer (:func:`sklearn_icml.utils._training.fit_module`: AdamW,
+training layer (:class:`sklearn_icml.utils.Trainer`: AdamW,
 seeded mini-batches, scikit-learn's MLP stopping rules), merge the adapters
 back (:func:`merge_adapters`) and keep the merged network as a CPU module in
 ``module_``.
@@ -147,7 +147,7 @@ class _DoRAEstimator(TorchEstimatorMixin, BaseEstimator):
         """Build, adapt, train and merge; sets the fitted attributes common to both estimators."""
         import torch
 
-        from ..utils._training import fit_module
+        from ..utils import Trainer
         from ._adapters import _AdapterLinear, merge_adapters
 
         name = type(self).__name__
@@ -174,12 +174,11 @@ class _DoRAEstimator(TorchEstimatorMixin, BaseEstimator):
             for m in adapters:
                 m.dropout_generator = dropout_gen
         try:
-            result = fit_module(
-                module, X, Y, loss=loss_fn, max_iter=self.max_iter, batch_size=self.batch_size,
-                learning_rate=self.learning_rate, optimizer="adamw", weight_decay=self.weight_decay,
-                early_stopping=self.early_stopping, validation_fraction=self.validation_fraction,
-                n_iter_no_change=self.n_iter_no_change, tol=self.tol, device=device, random_state=shuffle_gen,
-                verbose=self.verbose, name=name)
+            result = Trainer(
+                loss=loss_fn, max_iter=self.max_iter, batch_size=self.batch_size, learning_rate=self.learning_rate,
+                optimizer="adamw", weight_decay=self.weight_decay, early_stopping=self.early_stopping,
+                validation_fraction=self.validation_fraction, n_iter_no_change=self.n_iter_no_change, tol=self.tol,
+                device=device, random_state=shuffle_gen, verbose=self.verbose, name=name).fit(module, X, Y)
         finally:
             for m in adapters:
                 m.dropout_generator = None

@@ -2,7 +2,7 @@
 
 The estimator: validation, standardisation, the certified bound and the
 public methods. The adversarial loop is in :mod:`._wgan_training` (it cannot
-be the training layer's ``fit_module``; that module says why), the networks
+be the training layer's ``Trainer``; that module says why), the networks
 and their Lipschitz bounds in :mod:`._wgan_nets`, the bound in :mod:`._wgan_bound`.
 """
 

@@ -1,7 +1,7 @@
 """The adversarial training loop of :class:`~sklearn_icml.generative.LeftInvertibleWGAN`.
 
-This loop stands apart from :func:`sklearn_icml.utils._training.fit_module`:
-``fit_module`` takes one optimiser step per mini-batch of one loss on one
+This loop stands apart from :class:`sklearn_icml.utils.Trainer`:
+``Trainer`` takes one optimiser step per mini-batch of one loss on one
 module, whereas a WGAN alternates two players with opposite objectives.
 Each generator iteration first takes ``n_critic`` steps of the critic (its own
 optimiser, a gradient penalty that needs a second backward pass through the

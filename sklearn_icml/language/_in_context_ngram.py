@@ -199,7 +199,7 @@ class InContextNGram(NextTokenPredictorMixin, TorchEstimatorMixin, BaseEstimator
         return self
 
     def _fit_smoother(self, X, sizes, ctx):
-        from ..utils._training import fit_module
+        from ..utils import Trainer
 
         mask = scored_positions(X, self.separator)
         if not mask.any():
@@ -207,11 +207,12 @@ class InContextNGram(NextTokenPredictorMixin, TorchEstimatorMixin, BaseEstimator
         features = self.ngram_features(X)[mask]
         targets = next_token_targets(X)[mask]
         net = _smoothing_net(features.shape[1], sizes, self.vocab_size_, ctx.generator)
-        result = fit_module(net, features, targets, loss=self._smoother_loss, max_iter=self.max_iter,
-                            batch_size=self.batch_size, learning_rate=self.learning_rate, optimizer="adam",
-                            early_stopping=self.early_stopping, validation_fraction=self.validation_fraction,
-                            n_iter_no_change=self.n_iter_no_change, tol=self.tol, device=ctx.device,
-                            random_state=self.random_state, verbose=self.verbose, name="InContextNGram")
+        result = Trainer(
+            loss=self._smoother_loss, max_iter=self.max_iter, batch_size=self.batch_size,
+            learning_rate=self.learning_rate, optimizer="adam", early_stopping=self.early_stopping,
+            validation_fraction=self.validation_fraction, n_iter_no_change=self.n_iter_no_change, tol=self.tol,
+            device=ctx.device, random_state=self.random_state, verbose=self.verbose, name="InContextNGram",
+        ).fit(net, features, targets)
         self.smoother_ = result.module
         self.loss_curve_ = list(result.loss_curve)
         self.validation_scores_ = result.validation_scores

@@ -204,7 +204,7 @@ class NGramTransformerLM(NextTokenPredictorMixin, TorchEstimatorMixin, BaseEstim
         self : NGramTransformerLM
             The fitted model.
         """
-        from ..utils._training import fit_module
+        from ..utils import Trainer
         from ._modules import NGramTransformer, build_seeded
 
         check_decoupled_weight_decay(type(self).__name__, self.learning_rate, self.weight_decay)
@@ -217,12 +217,13 @@ class NGramTransformerLM(NextTokenPredictorMixin, TorchEstimatorMixin, BaseEstim
             net = build_seeded(lambda: NGramTransformer(self.vocab_size_, self.d_model, self.n_layers, self.n_heads,
                                                         self.max_len, orders, self.ngram_heads_on, self.dropout),
                                ctx.generator)
-            result = fit_module(net, self._inputs(X), targets, loss=_sequence_cross_entropy, max_iter=self.max_iter,
-                                batch_size=self.batch_size, learning_rate=self.learning_rate, optimizer="adamw",
-                                weight_decay=self.weight_decay, early_stopping=self.early_stopping,
-                                validation_fraction=self.validation_fraction, n_iter_no_change=self.n_iter_no_change,
-                                tol=self.tol, device=ctx.device, random_state=self.random_state,
-                                verbose=self.verbose, name="NGramTransformerLM")
+            result = Trainer(
+                loss=_sequence_cross_entropy, max_iter=self.max_iter, batch_size=self.batch_size,
+                learning_rate=self.learning_rate, optimizer="adamw", weight_decay=self.weight_decay,
+                early_stopping=self.early_stopping, validation_fraction=self.validation_fraction,
+                n_iter_no_change=self.n_iter_no_change, tol=self.tol, device=ctx.device,
+                random_state=self.random_state, verbose=self.verbose, name="NGramTransformerLM",
+            ).fit(net, self._inputs(X), targets)
         self.module_ = result.module
         self.loss_curve_ = list(result.loss_curve)
         self.validation_scores_ = result.validation_scores

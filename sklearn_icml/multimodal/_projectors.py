@@ -5,7 +5,7 @@ combination bond, the unified space for a displacement bond) to the target
 space; the bond L2-normalises its output. The ridge and Procrustes maps are
 closed-form numpy; the MLP (``Proj_Head_mini`` of the official FreeBind code:
 Linear(in, 2048) - BatchNorm - ReLU - Linear(2048, out) - BatchNorm - L2, Xavier
-initialisation) is trained by :func:`~sklearn_icml.utils._training.fit_module`
+initialisation) is trained by :class:`~sklearn_icml.utils.Trainer`
 with a symmetric InfoNCE (or MSE / cosine) objective between the projected
 source and the target of each pair.
 """
@@ -15,9 +15,9 @@ import copy
 import numpy as np
 from scipy import linalg
 
+from ..utils import Trainer
 from ..utils._random import draw_seed
 from ..utils._torch import torch_generator
-from ..utils._training import fit_module
 from ._layout import l2_normalize
 
 __all__ = ["LinearProjector", "MLPProjector", "fit_mlp", "fit_procrustes", "fit_projectors", "fit_ridge",
@@ -140,12 +140,12 @@ def fit_mlp(source, target, *, loss, temperature, max_iter, batch_size, learning
 
     generator = torch_generator(random_state)
     module = make_proj_head(source.shape[1], target.shape[1], generator, dtype=torch.float32)
-    result = fit_module(module, source.astype(np.float32), target.astype(np.float32),
-                        train_step=_objective(loss, temperature), max_iter=max_iter, batch_size=batch_size,
-                        learning_rate=learning_rate, early_stopping=early_stopping,
-                        validation_fraction=validation_fraction,
-                        n_iter_no_change=n_iter_no_change if early_stopping else max_iter, tol=tol, device=device,
-                        random_state=generator, verbose=verbose, name=name)
+    result = Trainer(
+        train_step=_objective(loss, temperature), max_iter=max_iter, batch_size=batch_size,
+        learning_rate=learning_rate, early_stopping=early_stopping, validation_fraction=validation_fraction,
+        n_iter_no_change=n_iter_no_change if early_stopping else max_iter, tol=tol, device=device,
+        random_state=generator, verbose=verbose, name=name,
+    ).fit(module, source.astype(np.float32), target.astype(np.float32))
     return MLPProjector(result.module, result.loss_curve, result.validation_scores)
 
 

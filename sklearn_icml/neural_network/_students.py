@@ -9,7 +9,7 @@ gradient is that of its own loss, and Adam acts entry by entry, so the batch
 trains exactly as N separate runs with the same initial weights would.
 
 Every optimisation of the method goes through
-:func:`~sklearn_icml.utils._training.fit_module`: the students (Adam, cosine
+:class:`~sklearn_icml.utils.Trainer`: the students (Adam, cosine
 schedule), the fine-tunes after each recovered layer and of the recovered
 network (the same module with one student, frozen layers excluded), and the
 float64 polish (L-BFGS as one full-batch step through skorch's closure, as
@@ -162,25 +162,26 @@ def fit_students(module, X, Y, *, steps, learning_rate, batch_size, device, rand
     torch's fused Adam updates every parameter tensor in one kernel (the same
     update, entry by entry, as the per-tensor loop it replaces).
     """
-    from ..utils._training import fit_module
+    from ..utils import Trainer
 
     n = X.shape[0]
     batch_size = n if batch_size is None else min(int(batch_size), n)
     epochs = _epochs(steps, n, batch_size)
-    return fit_module(module, X, Y, loss=_sum_of_mse, max_iter=epochs, batch_size=batch_size,
-                      learning_rate=learning_rate, optimizer="adam", n_iter_no_change=epochs, tol=0.0,
-                      optimizer_options=dict(fused=True), lr_schedule="cosine", device=device,
-                      random_state=random_state, verbose=verbose, name=name, shuffle=batch_size < n)
+    return Trainer(
+        loss=_sum_of_mse, max_iter=epochs, batch_size=batch_size, learning_rate=learning_rate, optimizer="adam",
+        n_iter_no_change=epochs, tol=0.0, optimizer_options=dict(fused=True), lr_schedule="cosine", device=device,
+        random_state=random_state, verbose=verbose, name=name, shuffle=batch_size < n).fit(module, X, Y)
 
 
 def polish_module(module, X, Y, *, max_iter, device, random_state, name):
     """Full-batch float64 L-BFGS (strong Wolfe line search) of a batched module."""
 
-    from ..utils._training import fit_module
+    from ..utils import Trainer
 
-    return fit_module(module, X, Y, loss=_sum_of_mse, optimizer="lbfgs", max_iter=max_iter, learning_rate=1.0,
-                      tol=1e-14, optimizer_options=dict(tolerance_change=1e-16, history_size=50),
-                      device=device, random_state=random_state, verbose=0, name=name)
+    return Trainer(
+        loop="lbfgs", loss=_sum_of_mse, max_iter=max_iter, learning_rate=1.0, tol=1e-14,
+        optimizer_options=dict(tolerance_change=1e-16, history_size=50), device=device, random_state=random_state,
+        verbose=0, name=name).fit(module, X, Y)
 
 
 def polish_students(module, X, Y, *, max_iter, device, random_state, name, return_counts=False):

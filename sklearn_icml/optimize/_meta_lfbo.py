@@ -4,7 +4,7 @@ Meta-training (torch) learns a residual feature network ``phi``, a linear mean
 head ``m`` and one embedding ``z_t`` per earlier task so that
 ``sigmoid(m(phi(x)) + z_t . phi(x))`` classifies each task's likelihood-free
 training set. It runs through the library's training layer
-(:func:`~sklearn_icml.utils._training.fit_module`) with MALIBO's regularised
+(:class:`~sklearn_icml.utils.Trainer`) with MALIBO's regularised
 multi-task loss as a custom train step (see ``_meta_lfbo_net``). Adaptation to
 a new task is Bayesian logistic regression on the frozen features: prior
 ``z ~ N(0, I / prior_precision)``, MAP by Newton's method and a Laplace
@@ -453,8 +453,8 @@ class MetaLFBOClassifier(ClassifierMixin, TorchEstimatorMixin, BaseEstimator):
     def _meta_train(self, tasks, device):
         import torch
 
+        from ..utils import Trainer
         from ..utils._mlp import mlp_coefs
-        from ..utils._training import fit_module
         from ._meta_lfbo_net import MALIBONetwork, make_train_step
 
         rng = check_random_state(self.random_state)
@@ -483,13 +483,14 @@ class MetaLFBOClassifier(ClassifierMixin, TorchEstimatorMixin, BaseEstimator):
         step = make_train_step(embedding_loss_weight=self.embedding_loss_weight, ks_scale=ks_scale,
                                cov_scale=cov_scale, embedding_noise=self.embedding_noise, generator=generator,
                                layout=self._meta_layout, noise_per_row=self._meta_noise_per_row)
-        result = fit_module(
-            module, data, None, train_step=step, max_iter=self.max_iter, batch_size=batch_size,
-            learning_rate=self.learning_rate, optimizer="adam",
+        result = Trainer(
+            train_step=step, max_iter=self.max_iter, batch_size=batch_size, learning_rate=self.learning_rate,
+            optimizer="adam",
             lr_schedule=lambda opt: torch.optim.lr_scheduler.ExponentialLR(opt, gamma=self.lr_decay),
             early_stopping=self.early_stopping and data[0].shape[0] >= 2,
             validation_fraction=self.validation_fraction, n_iter_no_change=self.n_iter_no_change, tol=self.tol,
-            device=device, random_state=generator, verbose=self.verbose, name=type(self).__name__)
+            device=device, random_state=generator, verbose=self.verbose, name=type(self).__name__,
+        ).fit(module, data, None)
         net = result.module
         coefs, intercepts = mlp_coefs(net.phi)
         return dict(

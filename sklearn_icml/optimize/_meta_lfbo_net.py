@@ -2,7 +2,7 @@
 
 Imported lazily by :class:`~sklearn_icml.optimize.MetaLFBOClassifier.meta_fit`
 (torch is imported at the top here). Meta-training runs through the library's
-training layer, :func:`sklearn_icml.utils._training.fit_module`: MALIBO trains
+training layer, :class:`sklearn_icml.utils.Trainer`: MALIBO trains
 all earlier tasks jointly on mini-batches of their rows (no episodes),
 so one optimiser step per mini-batch of one loss expresses it, given as a
 custom ``train_step``:
@@ -84,7 +84,7 @@ def embedding_penalty_terms(E):
 
 def make_train_step(*, embedding_loss_weight, ks_scale, cov_scale, embedding_noise, generator, layout="rows",
                     noise_per_row=False):
-    """MALIBO's regularised multi-task loss as ``train_step(module, X_batch, y_batch)`` for ``fit_module``.
+    """MALIBO's regularised multi-task loss as ``train_step(module, X_batch, y_batch)`` for the trainer.
 
     ``layout="rows"`` (MALIBO's): ``X_batch`` is ``(X, task, label, weight)``,
     one item per row of the likelihood-free training sets, one embedding-noise

@@ -1,9 +1,9 @@
 """Training a torch model along an adaptive-shape schedule.
 
-This loop stands apart from :func:`sklearn_icml.utils._training.fit_module`:
+This loop stands apart from :class:`sklearn_icml.utils.Trainer`:
 the model's shape, hence the module, its parameters and its optimizer, change
 in the middle of training, at loss levels measured during training, and the
-loop counts compute step by step to compare with the scaling laws. ``fit_module``
+loop counts compute step by step to compare with the scaling laws. ``Trainer``
 trains one fixed module for whole epochs. The loop still speaks the layer's
 vocabulary: seeded mini-batches from ``iterate_minibatches`` and a
 ``torch_generator``, progress lines from ``ProgressReporter`` under

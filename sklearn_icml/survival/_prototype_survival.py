@@ -1,6 +1,6 @@
 """The MMP fusion network as a survival estimator: prototype tokens + pathway tokens, transformer or OT fusion.
 
-Trained by :func:`~sklearn_icml.utils._training.fit_module`: the Cox partial
+Trained by :class:`~sklearn_icml.utils.Trainer`: the Cox partial
 likelihood of a mini-batch (or the discrete-time NLL) as a custom train step,
 AdamW with a per-step warm-up + cosine schedule.
 """
@@ -274,7 +274,7 @@ class PrototypeSurvival(SurvivalMixin, TorchEstimatorMixin, BaseEstimator):
         """
         import torch
 
-        from ..utils._training import fit_module
+        from ..utils import Trainer
         from ._fusion_net import FusionNet, nll_loss
 
         check_decoupled_weight_decay(type(self).__name__, self.learning_rate, self.weight_decay)
@@ -313,14 +313,14 @@ class PrototypeSurvival(SurvivalMixin, TorchEstimatorMixin, BaseEstimator):
                     return (step + 1) / warmup
                 return 0.5 * (1.0 + math.cos(math.pi * (step - warmup) / max(1, total - warmup)))
 
-            result = fit_module(
-                module, X, target, train_step=train_step, max_iter=self.max_iter, batch_size=self.batch_size,
+            result = Trainer(
+                train_step=train_step, max_iter=self.max_iter, batch_size=self.batch_size,
                 learning_rate=self.learning_rate, optimizer="adamw", weight_decay=self.weight_decay,
                 early_stopping=self.early_stopping, validation_fraction=self.validation_fraction,
                 n_iter_no_change=self.n_iter_no_change, tol=self.tol,
                 lr_schedule=lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, schedule),
                 lr_schedule_interval="batch", device=ctx.device, random_state=generator, verbose=self.verbose,
-                name=name)
+                name=name).fit(module, X, target)
         self.module_ = result.module
         self.loss_curve_ = list(result.loss_curve)
         self.validation_scores_ = result.validation_scores
