@@ -11,15 +11,18 @@ gamma = 0.8 counted in students, beta = pi/6, float64 polish of the recovered ne
    ``MLPRegressor((10,), solver="lbfgs")``. Bars: the exact width in >= 4 of 5 seeds, min |cos| >= 0.99,
    test MSE <= 10x the right-sized MLPRegressor's and < 0.1x the over-parameterised one's (every seed).
 2. Cost: the ten batched students against one student trained alone, the same code and steps on both sides
-   (the batched module with N = 10 or N = 1): 3000 full-batch Adam steps (the estimator's default), then the
-   joint float64 L-BFGS polish (at most 1000 iterations; the iterations each side ran are in a table). Wall
-   clock (the target: <= 3x, Adam and polish together, and Adam alone) and CPU seconds.
+   (``ExpandAndCluster`` with N = 10 or N = 1, its ``student_timings_``): 3000 full-batch Adam steps (the
+   estimator's default), then the joint float64 L-BFGS polish (at most 1000 iterations; the iterations each side
+   ran are in a table). Wall clock (the target: <= 3x, Adam and polish together, and Adam alone) and CPU seconds.
 3. Deep teachers: 2-4-3-1, 4-6-3-1 and 6-5-4-1 tanh teachers (drawn as above, per seed), students twice as
    wide per layer. Per fit: recovered exactly (the teacher's widths, every teacher unit at |cos| >= 0.99) or the
    best student returned with a warning; the clusters kept per layer; alignment and test MSE against
    ``MLPRegressor`` given the true widths. Targets: no fit returns a network fitting the probes worse than
    ``fallback_ratio`` times the best student without a warning (checked from outside, on ``predict``); the
-   exact recovery in at least 80 % of the fits. ``--no-deep`` skips them.
+   exact recovery in at least 80 % of the fits. ``--no-deep`` skips them. ``--deep-variants`` fits the
+   2-4-3-1 teacher again with the defaults, with rho = 4 (students 16-12) and with mini-batches of 500 probes
+   (the official code trains on mini-batches): the exact recoveries, and how many of the 10 students hold the
+   teacher's least-found first-layer unit at ``|cos| >= 0.99`` (rows without a target).
 4. Rows without a target (``--extras``): the official rule (``count="units", gamma=0.5``), ``prune=False``,
    rho = 4, a ReLU teacher, a 6-5-4-1 tanh teacher, 1 % output noise; ``--extras-seeds K`` runs them on the
    first K seeds only (each costs minutes per seed on a loaded 2-core box).
@@ -123,11 +126,21 @@ def recovery(args):
     return [width, align, mse, fit_time]
 
 
+def _students_only(n_students, steps, polish_iter, device, seed, X, y):
+    """A fit whose cost is the students' training: its ``student_timings_`` time the Adam steps and the polish.
+
+    The stages after the students (one fine-tune step, no pruning, no fallback check) are cheap and are not in
+    the timings.
+    """
+    ec = ExpandAndCluster(n_students=n_students, student_width=10, student_max_iter=steps,
+                          student_polish_max_iter=polish_iter, finetune_max_iter=1, prune=False,
+                          fallback_ratio=np.inf, device=device, random_state=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return ec.fit(X, y).student_timings_
+
+
 def cost(args):
-    import torch
-
-    from sklearn_icml.neural_network._students import fit_students, init_students, polish_students
-
     steps, polish_iter = (300, 300) if args.quick else (3000, 1000)
     adam, polish, total = f"Adam, {steps} steps", f"L-BFGS polish, up to {polish_iter} iterations", "both"
     table = Table("Training ten batched students against one student alone (width 10, 2000 probes)",
@@ -137,34 +150,24 @@ def cost(args):
     counts = Table("L-BFGS iterations and function evaluations of the polish", "count", higher_is_better=False,
                    verdicts=False)
     ratios = {adam: [], total: []}
-    warm_X = _teacher(0)[3]
+    f0, _, _, warm_X, _ = _teacher(0)
     for n_students in (1, 10):  # untimed: the costs of the first calls
-        warm = init_students(n_students, 6, [10], 1, "tanh", torch.Generator().manual_seed(0))
-        warm = fit_students(warm, warm_X, warm_X[:, :1], steps=20, learning_rate=1e-2, batch_size=None,
-                            device=args.device, random_state=0, verbose=0, name="bench").module
-        polish_students(warm, warm_X, warm_X[:, :1], max_iter=20, device=args.device, random_state=0,
-                        name="bench")
+        _students_only(n_students, 20, 20, args.device, 0, warm_X, f0(warm_X))
     for seed in args.seeds:
         f, _, _, X, _ = _teacher(seed)
-        Y = f(X)[:, None]
+        y = f(X)
         times = {}
         for n_students in (1, 10):
             method = "10 batched students" if n_students == 10 else "1 student"
-            module = init_students(n_students, 6, [10], 1, "tanh", torch.Generator().manual_seed(seed))
-            wall, clock = time.perf_counter(), time.process_time()
-            module = fit_students(module, X, Y, steps=steps, learning_rate=1e-2, batch_size=None,
-                                  device=args.device, random_state=seed, verbose=0, name="bench").module
-            wall_adam = time.perf_counter() - wall
-            _, (n_iter, n_evals) = polish_students(module, X, Y, max_iter=polish_iter, device=args.device,
-                                                   random_state=seed, name="bench", return_counts=True)
-            times[n_students] = {adam: wall_adam, total: time.perf_counter() - wall}
+            t = _students_only(n_students, steps, polish_iter, args.device, seed, X, y)
+            times[n_students] = {adam: t["adam_seconds"], total: t["adam_seconds"] + t["polish_seconds"]}
             ours = n_students == 10
-            table.add(adam, method, wall_adam, ours=ours, seed=seed)
-            table.add(polish, method, times[n_students][total] - wall_adam, ours=ours, seed=seed)
+            table.add(adam, method, t["adam_seconds"], ours=ours, seed=seed)
+            table.add(polish, method, t["polish_seconds"], ours=ours, seed=seed)
             table.add(total, method, times[n_students][total], ours=ours, seed=seed)
-            cpu.add(total, method, time.process_time() - clock, ours=ours, seed=seed)
-            counts.add("iterations", method, n_iter, ours=ours, seed=seed)
-            counts.add("function evaluations", method, n_evals, ours=ours, seed=seed)
+            cpu.add(total, method, t["adam_cpu_seconds"] + t["polish_cpu_seconds"], ours=ours, seed=seed)
+            counts.add("iterations", method, t["polish_n_iter"], ours=ours, seed=seed)
+            counts.add("function evaluations", method, t["polish_n_evaluations"], ours=ours, seed=seed)
         for key in ratios:
             ratios[key].append(times[10][key] / times[1][key])
         print(f"seed {seed}: 10 students / 1 student {ratios[total][-1]:.2f}x (Adam alone "
@@ -303,6 +306,49 @@ def deep(args):
     return [outcome, kept, align, mse, fit_time]
 
 
+#: settings tried on the 2-4-3-1 teacher (students' widths per layer and other constructor parameters)
+DEEP_VARIANTS = {"defaults (students 8-6)": dict(student_width=[8, 6]),
+                 "rho 4 (students 16-12)": dict(student_width=[16, 12]),
+                 "mini-batches of 500 probes (students 8-6)": dict(student_width=[8, 6], batch_size=500)}
+
+
+def _students_holding(units, coefs, intercepts, n_students, cos=0.99):
+    """Per teacher first-layer unit, the number of students holding a unit at ``|cos| >= cos`` to it."""
+    T = np.vstack([coefs[0], intercepts[0][None]]).T
+    T = T / np.linalg.norm(T, axis=1, keepdims=True)
+    V = units / np.maximum(np.linalg.norm(units, axis=1, keepdims=True), np.finfo(float).tiny)
+    best = np.abs(T @ V.T).reshape(len(T), n_students, -1).max(axis=2)
+    return (best >= cos).sum(axis=1)
+
+
+def deep_variants(args):
+    case = "2-4-3-1 tanh"
+    d, widths, _ = DEEP[case]
+    outcome = Table(f"{case} teacher: recovered exactly under other student settings", "fits (share of seeds)",
+                    higher_is_better=True, verdicts=False)
+    holding = Table(f"{case} teacher: students (of 10) holding its least-found first-layer unit at |cos| >= 0.99",
+                    "students", higher_is_better=True, verdicts=False)
+    fit_time = Table(f"{case} teacher under other student settings: fit time", "seconds", higher_is_better=False,
+                     verdicts=False)
+    for seed in args.seeds:
+        f, coefs, intercepts, X, _ = _teacher(seed, widths=widths, d=d)
+        y = f(X)
+        for variant, params in DEEP_VARIANTS.items():
+            start = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                ec = ExpandAndCluster(n_hidden_layers=2, device=args.device, random_state=seed, **params).fit(X, y)
+            fit_time.add(variant, "ExpandAndCluster", time.perf_counter() - start, ours=True, seed=seed)
+            scores = unit_alignment(coefs, intercepts, ec.coefs_, ec.intercepts_, "tanh")
+            good = ec.recovered_ and ec.hidden_layer_sizes_ == widths and min(s.min() for s in scores) >= 0.99
+            outcome.add(variant, "ExpandAndCluster", float(good), ours=True, seed=seed)
+            held = _students_holding(ec.student_units_[0], coefs, intercepts, ec.n_students)
+            holding.add(variant, "ExpandAndCluster", int(held.min()), ours=True, seed=seed)
+            print(f"seed {seed} {case}, {variant}: recovered {good}, students holding each first-layer unit "
+                  f"{held.tolist()}, best student {ec.student_losses_.min():.3g}", flush=True)
+    return [outcome, holding, fit_time]
+
+
 def digits(args):
     from sklearn.datasets import load_digits
 
@@ -336,7 +382,8 @@ def digits(args):
 
 
 if __name__ == "__main__":
-    options = {"--extras": extras, "--digits": digits, "--no-recovery": None, "--no-cost": None,
+    options = {"--extras": extras, "--digits": digits, "--deep-variants": deep_variants, "--no-recovery": None,
+               "--no-cost": None,
                "--no-deep": None, "--keep-saved": None}
     chosen = [a for a in sys.argv[1:] if a in options]
     extras_seeds = None
@@ -354,6 +401,8 @@ if __name__ == "__main__":
         tables += cost(args)
     if "--no-deep" not in chosen:
         tables += deep(args)
+    if "--deep-variants" in chosen:
+        tables += deep_variants(args)
     if "--extras" in chosen:
         tables += extras(args)
     if "--digits" in chosen:

@@ -146,7 +146,6 @@ def test_the_tour_lives_in_one_place_and_imports_public_names():
 #: own helper modules (``benchmarks/_*.py``) that emulate an earlier code path patch the library's internals by
 #: design and are not scanned.
 KNOWN_BENCHMARK_PRIVATE_IMPORTS = {
-    ("bench_expand_cluster", "neural_network._students"): "the student training steps, timed one by one",
     ("bench_private_evolution", "generative._pe_voting"): "the vote kernel each round of a fit runs, timed alone "
                                                          "against NearestNeighbors (no public call runs it alone)",
     ("bench_training_layer", "survival._base"): "the training layer against the loops it replaced",

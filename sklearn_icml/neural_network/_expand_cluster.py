@@ -1,5 +1,6 @@
 """ExpandAndCluster: a network's widths and weights recovered from its input-output map (S18)."""
 
+import time
 import warnings
 from numbers import Integral, Real
 
@@ -189,6 +190,14 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
         Final training MSE.
     student_losses_ : ndarray of shape (n_students,)
         Each student's training MSE after its training.
+    student_timings_ : dict
+        The cost of training the students (all ``n_students`` together):
+        ``"adam_seconds"`` and ``"adam_cpu_seconds"`` (wall-clock and CPU
+        seconds of the Adam steps), ``"polish_seconds"`` and
+        ``"polish_cpu_seconds"`` (of the float64 L-BFGS polish; 0 without
+        one), ``"polish_n_iter"`` and ``"polish_n_evaluations"`` (L-BFGS's
+        iterations and loss evaluations; 0 without a polish or when it
+        failed and the students kept their Adam weights).
     cluster_sizes_ : list of ndarray
         Per hidden layer, the count (students or units) of each kept cluster.
     cluster_median_angle_ : list of ndarray
@@ -469,14 +478,23 @@ class ExpandAndCluster(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regres
             dropped = []
             students = init_students(n_students, X.shape[1], widths, self.n_outputs_, act, generator)
             steps, polish_iter = self._student_budget()
+            wall, cpu = time.perf_counter(), time.process_time()
             students = fit_students(students, X, Y, steps=steps, learning_rate=self.student_lr,
                                     batch_size=self.batch_size, device=device, random_state=generator,
                                     verbose=self.verbose, name=name).module
+            timings = dict(adam_seconds=time.perf_counter() - wall, adam_cpu_seconds=time.process_time() - cpu,
+                           polish_seconds=0.0, polish_cpu_seconds=0.0, polish_n_iter=0, polish_n_evaluations=0)
             reporter.tick(1, stage=f"{n_students} students trained")
             if self.polish == "lbfgs" and polish_iter > 0:
-                students = polish_students(students, X, Y, max_iter=polish_iter, device=device,
-                                           random_state=generator, name=name)
+                wall, cpu = time.perf_counter(), time.process_time()
+                students, (n_iter, n_evals) = polish_students(students, X, Y, max_iter=polish_iter, device=device,
+                                                              random_state=generator, name=name,
+                                                              return_counts=True)
+                timings.update(polish_seconds=time.perf_counter() - wall,
+                               polish_cpu_seconds=time.process_time() - cpu, polish_n_iter=int(n_iter or 0),
+                               polish_n_evaluations=int(n_evals or 0))
                 reporter.tick(2, stage="students polished")
+            self.student_timings_ = timings
             self.student_losses_ = student_losses(students, X, Y)
             reporter.message(f"students' MSE: best {self.student_losses_.min():.3g}, "
                              f"median {np.median(self.student_losses_):.3g}")

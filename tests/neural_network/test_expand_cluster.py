@@ -127,6 +127,17 @@ def test_recovers_a_two_unit_tanh_teacher(device):
     assert ec.recovered_ and ec.rebuilt_loss_ == ec.loss_  # (a fallback would also have warned, an error here)
 
 
+def test_student_timings_count_the_polish_within_its_budget():
+    """student_timings_: the polish's iterations within student_polish_max_iter, none without a polish."""
+    X, y, _ = _teacher(n=200)
+    ec = ExpandAndCluster(**{**_TINY, "student_polish_max_iter": 7}, student_max_iter=20).fit(X, y)
+    t = ec.student_timings_
+    assert 1 <= t["polish_n_iter"] <= 7 and t["polish_n_evaluations"] >= t["polish_n_iter"]
+    assert all(t[k] >= 0 for k in ("adam_seconds", "adam_cpu_seconds", "polish_seconds", "polish_cpu_seconds"))
+    t = ExpandAndCluster(**_TINY, student_max_iter=20, polish=None).fit(X, y).student_timings_
+    assert (t["polish_n_iter"], t["polish_n_evaluations"], t["polish_seconds"]) == (0, 0, 0.0)
+
+
 def test_coefs_reproduce_predict_transform_and_mlp_regressor():
     X, y, _ = _teacher()
     Y = np.column_stack([y, np.sin(X[:, 0])])
