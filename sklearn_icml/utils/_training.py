@@ -363,8 +363,8 @@ def _import_torch_data():
             return int(self.xs[0].shape[0])
 
         def batch(self, idx):
-            xb = tuple(x[idx] for x in self.xs)
-            return (xb[0] if self.single else xb), (None if self.y is None else self.y[idx])
+            xb = self.xs[0][idx] if self.single else tuple(x[idx] for x in self.xs)
+            return xb, (None if self.y is None else self.y[idx])
 
         def subset(self, idx):
             return _TensorData(tuple(x[idx] for x in self.xs), None if self.y is None else self.y[idx], self.single)
@@ -419,17 +419,19 @@ class _Stream:
         return math.ceil(self.n_steps / self.steps_per_epoch)
 
     def take(self, device):
-        """Index tensors of the next epoch's batches."""
+        """Index tensors of the next epoch's batches (views of the order, moved to ``device`` once)."""
         import torch
 
+        if self.order is None:
+            self.order = torch.arange(self.n_samples)  # every step: all rows, in order
+        if self.order.device != torch.device(device):
+            self.order = self.order.to(device)
+        full = self.n_samples <= self.batch_size
         count = min(self.steps_per_epoch, self.n_steps - self.step)
         for _ in range(count):
-            if self.order is None:
-                idx = torch.arange(self.n_samples)
-            else:
-                idx = self.order[self.step * self.batch_size:(self.step + 1) * self.batch_size]
+            lo = 0 if full else self.step * self.batch_size
             self.step += 1
-            yield idx.to(device)
+            yield self.order[lo:lo + self.batch_size]
 
 
 class _StreamIterator:
