@@ -792,7 +792,9 @@ def _seeded_global_draws(generator, device):
     devices = [device] if torch.device(device).type == "cuda" else []
     with torch.random.fork_rng(devices=devices):
         seed = (generator.initial_seed() + 0x9E3779B97F4A7C15) % 2**63
-        torch.manual_seed(seed)
+        torch.default_generator.manual_seed(seed)  # what torch.manual_seed does for the CPU and CUDA, without
+        if devices:  # its calls for other backends (a stack trace recorded per call)
+            torch.cuda.manual_seed_all(seed)
         yield
 
 
