@@ -146,12 +146,16 @@ class RecurrentLM(nn.Module):
         return self.out(self.norm(h))
 
 
-def build_lm(kind, vocab_size, max_len, ngram_orders, seed, d_model=64, n_layers=2, n_heads=2):
-    """One language model of ``kind`` in :data:`ARCHITECTURES`, initialised from ``seed``."""
+def build_lm(kind, vocab_size, max_len, ngram_orders, seed, d_model=64, n_layers=2, n_heads=2, heads_on="embedding"):
+    """One language model of ``kind`` in :data:`ARCHITECTURES`, initialised from ``seed``.
+
+    ``heads_on`` (Transformer only): the heads on the embeddings, or on the
+    hidden states after the first block.
+    """
     generator = torch.Generator().manual_seed(int(seed))
     if kind == "transformer":
         return build_seeded(lambda: NGramTransformer(vocab_size, d_model, n_layers, n_heads, max_len, ngram_orders,
-                                                     "embedding", 0.0), generator)
+                                                     heads_on, 0.0), generator)
     return build_seeded(lambda: RecurrentLM(vocab_size, d_model, n_layers, ngram_orders, kind),
                         generator).init_from(generator)
 
