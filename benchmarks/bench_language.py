@@ -492,7 +492,8 @@ def parse():
 
     extra = argparse.ArgumentParser(add_help=False)
     extra.add_argument("--part", default=",".join(PARTS), help="comma-separated parts to run")
-    extra.add_argument("--jobs", type=int, default=1, help="processes for the seeds of the architectures and placement parts")
+    extra.add_argument("--jobs", type=int, default=1,
+                       help="processes for the seeds of the architectures and placement parts")
     own, rest = extra.parse_known_args()
     if "-h" in rest or "--help" in rest:
         print(f"extra options: --part {','.join(PARTS)} (the tables of the parts not run stay in the results file); "
