@@ -28,6 +28,7 @@ import math
 import os
 import sys
 import time
+import warnings
 
 import numpy as np
 import torch
@@ -40,12 +41,11 @@ from _bench import Table, bench_args, emit  # noqa: E402
 from sklearn_icml.datasets import make_lorenz63, make_weight_shift_tasks  # noqa: E402
 from sklearn_icml.dynamics import make_rollout_dataset  # noqa: E402
 from sklearn_icml.finetune import DoRARegressor, apply_adapters  # noqa: E402
-from sklearn_icml.survival import Surv, concordance_index  # noqa: E402
+from sklearn_icml.survival import CoxSurvival, Surv, concordance_index  # noqa: E402
 from sklearn_icml.survival._base import cox_negative_log_likelihood, cox_sort_keys  # noqa: E402
 from sklearn_icml.survival._cox import _cox_train_step  # noqa: E402
 from sklearn_icml.survival._fusion_net import FusionNet  # noqa: E402
 from sklearn_icml.utils import Trainer, resolve_device, to_tensor, torch_generator  # noqa: E402
-from sklearn_icml.utils._mlp import StandardizedMLP  # noqa: E402
 
 QUICK = False
 REPEATS = 5
@@ -124,10 +124,23 @@ def cox_data(seed):
     return X[:400], y[:400], X[400:], y[400:]
 
 
-def cox_module(X, seed):
-    mean, scale = X.mean(0), X.std(0)
-    return StandardizedMLP(X.shape[1], (16,), 1, x_mean=mean, x_scale=scale, generator=torch_generator(seed),
-                           output_bias=False, dtype=torch.float64)
+def cox_module(X, y, seed):
+    """The log-risk network of ``CoxSurvival(hidden_layer_sizes=(16,), random_state=seed)`` as its fit starts.
+
+    The fitted ``module_`` (float64, the training standardisation inside) with its weights redrawn as the fit
+    draws them: torch's ``nn.Linear`` default, layer by layer from the input, from the seeded generator.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        net = CoxSurvival(hidden_layer_sizes=(16,), solver="adam", max_iter=1, random_state=seed).fit(X, y).module_
+    generator = torch_generator(seed)
+    with torch.no_grad():
+        for layer in (m for m in net.modules() if isinstance(m, torch.nn.Linear)):
+            torch.nn.init.kaiming_uniform_(layer.weight, a=math.sqrt(5), generator=generator)
+            if layer.bias is not None:
+                bound = 1.0 / math.sqrt(layer.in_features)
+                torch.nn.init.uniform_(layer.bias, -bound, bound, generator=generator)
+    return net
 
 
 def cox_penalty(module, alpha):
@@ -180,9 +193,10 @@ def cox_case(seed, device, epochs, solver):
     target = np.column_stack([time_, event]).astype(np.float64)
     alpha = 1.0
     step = _cox_train_step(alpha, X.shape[0], None)
+    initial = cox_module(X, y, seed)
 
     def old():
-        module = cox_module(X, seed).to(device)
+        module = copy.deepcopy(initial).to(device)
         if solver == "adam":
             cox_old_adam(module, X, event, time_, epochs, 64, 1e-2, alpha, torch_generator(seed + 1), device)
         else:
@@ -190,7 +204,7 @@ def cox_case(seed, device, epochs, solver):
         return module
 
     def new():
-        module = cox_module(X, seed)
+        module = copy.deepcopy(initial)
         if solver == "adam":
             return Trainer(train_step=step, max_iter=epochs, n_iter_no_change=epochs, batch_size=64,
                            learning_rate=1e-2, optimizer="adam", device=device,

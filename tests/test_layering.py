@@ -151,7 +151,6 @@ KNOWN_BENCHMARK_PRIVATE_IMPORTS = {
     ("bench_training_layer", "survival._base"): "the training layer against the loops it replaced",
     ("bench_training_layer", "survival._cox"): "the training layer against the loops it replaced",
     ("bench_training_layer", "survival._fusion_net"): "the training layer against the loops it replaced",
-    ("bench_training_layer", "utils._mlp"): "the training layer against the loops it replaced",
     ("bench_wgan", "generative._wgan_training"): "the training loop timed with and without the inverse network "
                                                 "(a fit always trains the inverse: inverse_penalty=0 detaches it)",
 }
