@@ -147,12 +147,21 @@ def test_the_tour_lives_in_one_place_and_imports_public_names():
 #: design and are not scanned.
 KNOWN_BENCHMARK_PRIVATE_IMPORTS = {
     ("bench_private_evolution", "generative._pe_voting"): "the vote kernel each round of a fit runs, timed alone "
-                                                         "against NearestNeighbors (no public call runs it alone)",
-    ("bench_training_layer", "survival._base"): "the training layer against the loops it replaced",
-    ("bench_training_layer", "survival._cox"): "the training layer against the loops it replaced",
-    ("bench_training_layer", "survival._fusion_net"): "the training layer against the loops it replaced",
+                                                         "against NearestNeighbors (no public call runs it alone, "
+                                                         "and as a public function it would repeat scikit-learn's "
+                                                         "pairwise_distances_argmin)",
+    ("bench_training_layer", "survival._base"): "the Cox partial likelihood inside the survival heads' train steps "
+                                                "and the former loops' sort keys: the training layer against the "
+                                                "loops it replaced (no public call runs one train step)",
+    ("bench_training_layer", "survival._cox"): "CoxSurvival's train step (batch partial likelihood and penalty), "
+                                               "timed through the training layer against the loop it replaced",
+    ("bench_training_layer", "survival._fusion_net"): "PrototypeSurvival's network built from the seed whose "
+                                                      "generator then draws the batches and dropout masks (a "
+                                                      "fitted module_ cannot be redrawn from the seed without "
+                                                      "repeating the network's initialisation)",
     ("bench_wgan", "generative._wgan_training"): "the training loop timed with and without the inverse network "
-                                                "(a fit always trains the inverse: inverse_penalty=0 detaches it)",
+                                                "(a fit always trains the inverse, which gives inverse_error_ and "
+                                                "lower_bound_: inverse_penalty=0 detaches it)",
 }
 
 
