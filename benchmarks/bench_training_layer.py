@@ -41,9 +41,12 @@ from _bench import Table, bench_args, emit  # noqa: E402
 from sklearn_icml.datasets import make_lorenz63, make_weight_shift_tasks  # noqa: E402
 from sklearn_icml.dynamics import make_rollout_dataset  # noqa: E402
 from sklearn_icml.finetune import DoRARegressor, apply_adapters  # noqa: E402
-from sklearn_icml.survival import CoxSurvival, Surv, concordance_index  # noqa: E402
-from sklearn_icml.survival._base import cox_negative_log_likelihood, cox_sort_keys  # noqa: E402
-from sklearn_icml.survival._cox import _cox_train_step  # noqa: E402
+from sklearn_icml.survival import (  # noqa: E402
+    CoxSurvival,
+    Surv,
+    concordance_index,
+    cox_partial_likelihood_loss,
+)
 from sklearn_icml.survival._fusion_net import FusionNet  # noqa: E402
 from sklearn_icml.utils import Trainer, resolve_device, to_tensor, torch_generator  # noqa: E402
 
@@ -147,6 +150,30 @@ def cox_penalty(module, alpha):
     return 0.5 * alpha * sum((layer.weight ** 2).sum() for layer in module.linears())
 
 
+def cox_train_step(alpha, n_total, presorted=False):
+    """CoxSurvival's batch objective on its MLP: partial likelihood / batch size + penalty / n_samples."""
+    def step(module, xb, yb):
+        loss = cox_partial_likelihood_loss(module(xb)[:, 0], yb[:, 0], yb[:, 1], normalizer=xb.shape[0],
+                                           presorted=presorted)
+        return loss + cox_penalty(module, alpha) / n_total
+
+    return step
+
+
+# the former loops sorted each batch in numpy and took the loss on the sorted batch with these two helpers
+
+def cox_sort_keys(time):
+    """Descending-time order and, per sorted position, the last index of its tied-time group (Breslow's ties)."""
+    order = np.argsort(-time, kind="mergesort")
+    t_sorted = time[order]
+    return order, np.searchsorted(-t_sorted, -t_sorted, side="right") - 1
+
+
+def cox_negative_log_likelihood(log_risk, event, last, normalizer):
+    """Breslow negative log partial likelihood on samples sorted by descending time."""
+    return -((log_risk - torch.logcumsumexp(log_risk, dim=0)[last]) * event).sum() / normalizer
+
+
 def cox_old_adam(module, X, event, time_, epochs, batch_size, lr, alpha, generator, device):
     optimizer = torch.optim.Adam(module.parameters(), lr=lr)
     n = X.shape[0]
@@ -192,7 +219,7 @@ def cox_case(seed, device, epochs, solver):
     event, time_ = y["event"], y["time"]
     target = np.column_stack([time_, event]).astype(np.float64)
     alpha = 1.0
-    step = _cox_train_step(alpha, X.shape[0], None)
+    step = cox_train_step(alpha, X.shape[0])
     initial = cox_module(X, y, seed)
 
     def old():
@@ -210,7 +237,7 @@ def cox_case(seed, device, epochs, solver):
                            learning_rate=1e-2, optimizer="adam", device=device,
                            random_state=torch_generator(seed + 1)).fit(module, X, target).module
         order = np.argsort(-time_, kind="mergesort")
-        return Trainer(loop="lbfgs", train_step=_cox_train_step(alpha, X.shape[0], None, True), max_iter=200,
+        return Trainer(loop="lbfgs", train_step=cox_train_step(alpha, X.shape[0], True), max_iter=200,
                        learning_rate=1.0, tol=1e-9, device=device, random_state=seed,
                        optimizer_options=dict(tolerance_change=0.0, history_size=20)).fit(module, X[order],
                                                                                          target[order]).module
@@ -317,8 +344,6 @@ def proto_old_loop(module, X, event, time_, epochs, batch_size, lr, generator, d
 
 
 def proto_case(seed, device, epochs):
-    from sklearn_icml.survival._base import cox_batch_loss
-
     X, y, Xe, ye, K, t, sizes = proto_data(seed)
     event, time_ = y["event"], y["time"]
     target = np.column_stack([time_, event]).astype(np.float64)
@@ -344,7 +369,7 @@ def proto_case(seed, device, epochs):
             return 0.5 * (1.0 + math.cos(math.pi * (step - warmup) / max(1, total - warmup)))
 
         def train_step(net, xb, yb):
-            return cox_batch_loss(net(xb, gen if net.training else None)[:, 0], yb[:, 0], yb[:, 1])
+            return cox_partial_likelihood_loss(net(xb, gen if net.training else None)[:, 0], yb[:, 0], yb[:, 1])
 
         return Trainer(train_step=train_step, max_iter=epochs, n_iter_no_change=epochs, batch_size=40,
                        learning_rate=3e-3, weight_decay=1e-5, device=device, random_state=gen,

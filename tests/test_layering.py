@@ -150,11 +150,6 @@ KNOWN_BENCHMARK_PRIVATE_IMPORTS = {
                                                          "against NearestNeighbors (no public call runs it alone, "
                                                          "and as a public function it would repeat scikit-learn's "
                                                          "pairwise_distances_argmin)",
-    ("bench_training_layer", "survival._base"): "the Cox partial likelihood inside the survival heads' train steps "
-                                                "and the former loops' sort keys: the training layer against the "
-                                                "loops it replaced (no public call runs one train step)",
-    ("bench_training_layer", "survival._cox"): "CoxSurvival's train step (batch partial likelihood and penalty), "
-                                               "timed through the training layer against the loop it replaced",
     ("bench_training_layer", "survival._fusion_net"): "PrototypeSurvival's network built from the seed whose "
                                                       "generator then draws the batches and dropout masks (a "
                                                       "fitted module_ cannot be redrawn from the seed without "

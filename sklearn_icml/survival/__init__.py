@@ -8,6 +8,7 @@ Targets follow scikit-survival: a structured ``(event, time)`` array made by
 
 from ._bag_pooler import BagPooler
 from ._bags import as_bags, pad_bags
+from ._base import cox_partial_likelihood_loss
 from ._cox import CoxSurvival
 from ._metrics import brier_score, concordance_index, integrated_brier_score, kaplan_meier
 from ._pathway_encoder import PathwayEncoder
@@ -25,6 +26,7 @@ __all__ = [
     "as_bags",
     "brier_score",
     "concordance_index",
+    "cox_partial_likelihood_loss",
     "integrated_brier_score",
     "kaplan_meier",
     "pad_bags",

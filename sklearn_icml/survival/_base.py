@@ -1,5 +1,7 @@
 """Pieces shared by the survival heads: the fit preamble, the c-index ``score``, the Breslow baseline, the Cox loss."""
 
+from numbers import Real
+
 import numpy as np
 from sklearn.utils.validation import check_array, check_consistent_length, validate_data
 
@@ -120,31 +122,68 @@ def cox_negative_log_likelihood(log_risk, event, last, normalizer):
     return -((log_risk - log_risk_set) * event).sum() / normalizer
 
 
-def cox_batch_loss(log_risk, time, event, normalizer=None, *, presorted=False):
-    """Breslow negative log partial likelihood of one (mini-)batch, in any order (torch, on its device).
+def cox_partial_likelihood_loss(log_risk, time, event, *, normalizer=None, presorted=False):
+    """Compute Cox's negative log partial likelihood of a batch, with Breslow's ties, as a torch loss.
 
-    The batch is sorted by descending time here (ties keep their order), so
-    the risk set of each sample is the batch's samples with a time at least
-    as large: the loss of a mini-batch compares the batch's samples only.
+    The objective :class:`CoxSurvival` and :class:`PrototypeSurvival` train
+    on, for a network of one's own trained with
+    :class:`~sklearn_icml.utils.Trainer` (as its ``train_step``) or any torch
+    loop. Each event at time ``t_i`` is compared with the batch's samples
+    whose time is at least ``t_i`` (tied times in each other's risk sets): the
+    loss of a mini-batch compares the batch's samples only. It runs on the
+    tensors' device and is differentiable in ``log_risk``.
 
     Parameters
     ----------
-    log_risk, time, event : torch.Tensor of shape (n,)
-        Log-risks, times and event indicators (0/1, float) of the batch.
-    normalizer : float or None, default=None
-        Divides the summed loss; None: the number of events in the batch
-        (at least 1, so a batch without events costs 0).
+    log_risk : torch.Tensor of shape (n_samples,)
+        Log-risks (a higher value means an earlier event), in any order.
+    time : torch.Tensor of shape (n_samples,)
+        Observed times.
+    event : torch.Tensor of shape (n_samples,)
+        Event indicators (1: event observed, 0: censored), of any dtype.
+    normalizer : float, default=None
+        Divides the summed loss. None: the number of events in the batch (at
+        least 1, so that a batch without events costs 0).
     presorted : bool, default=False
-        The batch is already in descending time order (a full batch sorted
-        once before training): skip the sort.
+        The samples are already in descending time order (a full batch sorted
+        once before training): skip the sort. The order is not checked.
 
     Returns
     -------
-    torch.Tensor
-        Scalar loss.
+    loss : torch.Tensor
+        A scalar, in the dtype of ``log_risk``.
+
+    See Also
+    --------
+    CoxSurvival : Cox model with a linear or MLP log-risk trained on this loss.
+    concordance_index : Harrell's c-index of predicted risks.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_icml.survival import cox_partial_likelihood_loss
+    >>> log_risk = torch.tensor([0.5, -0.2, 0.1], requires_grad=True)
+    >>> time, event = torch.tensor([1.0, 3.0, 2.0]), torch.tensor([1.0, 0.0, 1.0])
+    >>> loss = cox_partial_likelihood_loss(log_risk, time, event)
+    >>> round(loss.item(), 4)
+    0.6638
+    >>> loss.backward()
+    >>> log_risk.grad
+    tensor([-0.2693,  0.3274, -0.0581])
     """
     import torch
 
+    name = "cox_partial_likelihood_loss"
+    for arg, value in (("log_risk", log_risk), ("time", time), ("event", event)):
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"{name}: {arg} must be a torch.Tensor; got {type(value).__name__}.")
+        if value.ndim != 1:
+            raise ValueError(f"{name}: {arg} must be 1-D; got shape {tuple(value.shape)}.")
+    if not log_risk.shape[0] == time.shape[0] == event.shape[0]:
+        raise ValueError(f"{name}: log_risk, time and event must have the same length; got {log_risk.shape[0]}, "
+                         f"{time.shape[0]} and {event.shape[0]}.")
+    if normalizer is not None and not (isinstance(normalizer, Real) and normalizer > 0):
+        raise ValueError(f"{name}: normalizer must be a positive number or None; got {normalizer!r}.")
     if not presorted:
         order = torch.argsort(time, descending=True, stable=True)
         time, event, log_risk = time[order], event[order], log_risk[order]

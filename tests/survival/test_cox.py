@@ -167,17 +167,44 @@ def test_device_parity(device):
 def test_batch_loss_in_any_order_matches_the_direct_loop():
     import torch
 
-    from sklearn_icml.survival._base import cox_batch_loss
+    from sklearn_icml.survival import cox_partial_likelihood_loss
 
     X, y = _data(ties=True)
     eta = np.random.RandomState(2).normal(size=len(X))
     perm = np.random.RandomState(3).permutation(len(X))
     t = torch.as_tensor(y["time"][perm])
     e = torch.as_tensor(y["event"][perm].astype(np.float64))
-    loss = cox_batch_loss(torch.as_tensor(eta[perm]), t, e, normalizer=len(X))
+    loss = cox_partial_likelihood_loss(torch.as_tensor(eta[perm]), t, e, normalizer=len(X))
     assert float(loss) == pytest.approx(_breslow_nll_loop(eta, y["event"], y["time"]), rel=1e-12)
+    # presorted: the same value on the samples in descending time order (ties in any order)
+    order = np.argsort(-y["time"], kind="stable")
+    sorted_loss = cox_partial_likelihood_loss(torch.as_tensor(eta[order]), torch.as_tensor(y["time"][order]),
+                                              torch.as_tensor(y["event"][order]), normalizer=len(X), presorted=True)
+    assert float(sorted_loss) == pytest.approx(float(loss), rel=1e-12)
     # default normalizer: the number of events; a batch without events costs 0
-    assert float(cox_batch_loss(torch.zeros(3), torch.ones(3), torch.zeros(3))) == 0.0
+    n_events = int(y["event"].sum())
+    default = cox_partial_likelihood_loss(torch.as_tensor(eta[perm]), t, e)
+    assert float(default) == pytest.approx(float(loss) * len(X) / n_events, rel=1e-12)
+    assert float(cox_partial_likelihood_loss(torch.zeros(3), torch.ones(3), torch.zeros(3))) == 0.0
+
+
+@pytest.mark.parametrize("args, kwargs, error, match", [
+    ((np.zeros(3), "t", "e"), {}, TypeError, "log_risk must be a torch.Tensor; got ndarray"),
+    (("2d", "t", "e"), {}, ValueError, r"log_risk must be 1-D; got shape \(3, 1\)"),
+    (("r", "short", "e"), {}, ValueError,
+     "log_risk, time and event must have the same length; got 3, 2 and 3"),
+    (("r", "t", "e"), {"normalizer": 0}, ValueError, "normalizer must be a positive number or None; got 0"),
+])
+def test_partial_likelihood_loss_refuses_bad_input(args, kwargs, error, match):
+    import torch
+
+    from sklearn_icml.survival import cox_partial_likelihood_loss
+
+    values = {"r": torch.zeros(3), "t": torch.ones(3), "e": torch.ones(3), "2d": torch.zeros(3, 1),
+              "short": torch.ones(2)}
+    args = [values.get(a, a) if isinstance(a, str) else a for a in args]
+    with pytest.raises(error, match="cox_partial_likelihood_loss: " + match):
+        cox_partial_likelihood_loss(*args, **kwargs)
 
 
 def test_adam_epochs_follow_the_training_layer_and_early_stopping():
