@@ -75,7 +75,13 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
         on the latent codes, by L-BFGS). Applies where the target's decoder
         is a :class:`MaskedAutoencoder`; a linear orthonormal decoder (PCA)
         makes both the same up to the penalty's scaling, so PCA and other
-        encoders keep the latent fit.
+        encoders keep the latent fit. Which to pick: with convolutional
+        encoders on 2-D grids and few pairs (tens of pairs for maps of a
+        thousand cells), choose ``"latent"``: the refinement then fits every
+        decoded cell from too few pairs and inverts worse. On 1-D traces and
+        logs both invert alike; ``"output"`` models the forward direction
+        better, ``"latent"`` gives smoother (higher-SSIM) logs. The
+        benchmark page compares both in both regimes.
     refit_encoders : bool, default=True
         Fit the encoders in :meth:`fit`. ``False``: ``encoder_x`` and
         ``encoder_y`` must be fitted transformers, kept frozen (the paper's
