@@ -1,6 +1,6 @@
 """Meta-learned likelihood-free BO (MALIBO) against random search, GP-EI, re-evaluated optima and LFBO.
 
-Seven questions, each a table (or three), one ``--part`` each:
+The questions, each a table (or three), one ``--part`` each:
 
 0. Overhead of the shared training layer (overhead): seconds per meta-training epoch of
    MetaLFBOClassifier.meta_fit against the hand-written loop it replaced (a
@@ -13,6 +13,9 @@ Seven questions, each a table (or three), one ``--part`` each:
    features, 64 hidden units, 5 layers, up to 2048 epochs) and the default with a posterior-mean acquisition
    (thompson=False), against LFBO and random search; --jobs N
    runs the (family, seed) pairs in N processes.
+1c. Draws of held-out tasks (draws): the tour's setting (shifted family, 1024 candidates, default network,
+   8 evaluations) on the tour's draw (seed 0) and two more, with 64 and 256 earlier tasks x 32 points and a
+   median over 8 or over 24 held-out tasks, MALIBO against LFBO on the same tasks and seeds.
 2. Forrester family (MALIBO's demonstration family): simple regret on held-out
    tasks after n = 1, 4, 8, 16 evaluations; median, mean and share of
    tasks with regret < 0.1.
@@ -45,7 +48,7 @@ transferable first (ordered by their mean quantile on the other tasks, read
 off each task's nearest observation).
 
 Run: python benchmarks/bench_meta_bo.py [--quick] [--seeds N] [--output FILE]
-                                       [--part {overhead,port,network,regret,cost,hpo,tabular}]
+                                       [--part {overhead,port,network,draws,regret,cost,hpo,tabular}]
                                        [--paper-network] [--port-epochs E] [--port-n N]
                                        [--port-noise-ablation] [--jobs N]
 
@@ -89,11 +92,11 @@ NETWORKS = (
 )
 ABLATION = "MetaBayesianOptimizer(residual=False)"
 PAPER = "MetaBayesianOptimizer, paper's network"
-PARTS = ("overhead", "port", "network", "regret", "cost", "hpo", "tabular")
+PARTS = ("overhead", "port", "network", "draws", "regret", "cost", "hpo", "tabular")
 TABULAR_CHECKPOINTS = (1, 2, 4, 8, 16, 32, 64)
 # the part of the script that writes a table, by the start of its title (for merging parts into the results file)
 PART_TITLES = (("overhead", "Meta-training seconds per epoch"), ("port", "Port of meta-training"),
-               ("network", "Network size"),
+               ("network", "Network size"), ("draws", "Draws of held-out tasks"),
                ("regret", "Forrester family"), ("regret", "Shifted Forrester family"), ("cost", "Cost of one observe"),
                ("hpo", "Evaluations to reach the full grid"), ("tabular", "Tabulated SGD family"))
 
@@ -258,6 +261,33 @@ def network_tables(args, sizes, families):
 
 
 # -- the regret study ----------------------------------------------------------------------------------------
+def draws_table(args, sizes):
+    """The tour's MALIBO setting on several draws: earlier tasks, held-out tasks and optimiser seed per seed."""
+    n_iter = 8
+    table = Table(f"Draws of held-out tasks, shifted Forrester family: median simple regret after {n_iter} "
+                  "evaluations (the tour's setting: earlier tasks x 32 points, default network, 1024 candidates)",
+                  "regret", higher_is_better=False)
+    for seed in args.seeds:
+        for n_meta in sizes["draws_meta"]:
+            meta = make_forrester_tasks(n_meta, 32, family="shifted", random_state=10 * seed)
+            common = dict(bounds=[(0.0, 1.0)], n_candidates=1024, random_state=seed)
+            malibo = MetaBayesianOptimizer(device=args.device, **common).fit(meta.tasks)
+            lfbo = LikelihoodFreeOptimizer(**common)
+            for n_targets in sizes["draws_targets"]:
+                targets = make_forrester_tasks(n_targets, 0, family="shifted", random_state=10 * seed + 1)
+                case = f"{n_meta} earlier, {n_targets} held-out"
+                for name, opt in (("MetaBayesianOptimizer", malibo), ("LikelihoodFreeOptimizer (LFBO)", lfbo)):
+                    regret = [opt.minimize(f, n_iter).fun - f.minimum for f in targets.functions]
+                    table.add(case, name, float(np.median(regret)), ours=name == "MetaBayesianOptimizer",
+                              seed=seed)
+            print(f"[draws] seed {seed}, {n_meta} earlier tasks done (load {os.getloadavg()[0]:.1f})", flush=True)
+    table.note("Seed s draws the earlier tasks with random_state=10 * s and the held-out ones with 10 * s + 1 "
+               "(the 8 and the 24 held-out tasks are separate draws of that generator) and seeds both "
+               "optimisers with s; seed 0 is the tour's draw, and the tour's row is its case with 64 earlier and "
+               "24 held-out tasks. Each value is the median over the held-out tasks; the verdicts pair seeds.")
+    return table
+
+
 def regret_tables(family, args, sizes):
     title = "Forrester family" if family == "forrester" else "Shifted Forrester family"
     spec = f"{sizes['n_targets']} held-out tasks per seed, meta-data {sizes['n_meta']} tasks x 32 points"
@@ -850,12 +880,13 @@ def main():
     if args.quick:
         sizes = dict(n_meta=64, n_targets=4, n_obs=200, n_hpo_tasks=4, grid_size=6,
                      hpo_budget=16, overhead_epochs=10, overhead_repeats=2, tabular_n=32, tabular_targets=2,
-                     port_meta=16, port_targets=4, port_epochs=30, port_n=8, network_meta=16, network_targets=4)
+                     port_meta=16, port_targets=4, port_epochs=30, port_n=8, network_meta=16, network_targets=4,
+                     draws_meta=(16,), draws_targets=(4,))
     else:
         sizes = dict(n_meta=256, n_targets=8, n_obs=500, n_hpo_tasks=8, grid_size=8,
                      hpo_budget=32, overhead_epochs=20, overhead_repeats=3, tabular_n=64, tabular_targets=4,
                      port_meta=64, port_targets=8, port_epochs=known.port_epochs, port_n=known.port_n,
-                     network_meta=64, network_targets=8)
+                     network_meta=64, network_targets=8, draws_meta=(64, 256), draws_targets=(8, 24))
     sizes["paper_network"] = known.paper_network
     sizes["port_noise"] = known.port_noise_ablation
     start = time.perf_counter()
@@ -895,6 +926,8 @@ def main():
         save(port_table(args, sizes), ["MetaLFBOClassifier", "MetaBayesianOptimizer"])
     if "network" in run:
         save(network_tables(args, sizes, sorted(families)), ["MetaBayesianOptimizer", "LikelihoodFreeOptimizer"])
+    if "draws" in run:
+        save(draws_table(args, sizes), ["MetaBayesianOptimizer", "LikelihoodFreeOptimizer"])
     for family in (known.family or ("forrester", "shifted")) if "regret" in run else ():
         t = regret_tables(family, args, sizes)
         check_regret_bars(t, family)
