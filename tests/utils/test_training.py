@@ -16,17 +16,8 @@ from sklearn_icml.utils._training import (  # noqa: E402
     iterate_minibatches,
 )
 
-
-def _data(n=60, d=3, seed=0):
-    rng = np.random.RandomState(seed)
-    X = rng.normal(size=(n, d))
-    y = X @ rng.normal(size=(d, 1)) + 0.1 * rng.normal(size=(n, 1))
-    return X, y
-
-
-def _net(d=3, seed=0):
-    torch.manual_seed(seed)  # tests only: the library never touches the global RNG
-    return torch.nn.Sequential(torch.nn.Linear(d, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1)).double()
+from ._regression_data import regression_data as _data  # noqa: E402
+from ._regression_data import regression_net as _net  # noqa: E402
 
 
 def _hand_loop(module, X, y, *, epochs, batch_size, lr, random_state):
