@@ -122,6 +122,20 @@ def cox_negative_log_likelihood(log_risk, event, last, normalizer):
     return -((log_risk - log_risk_set) * event).sum() / normalizer
 
 
+def cox_batch_loss(log_risk, time, event, normalizer=None, *, presorted=False):
+    """:func:`cox_partial_likelihood_loss` without its input checks: the survival heads' per-batch kernel."""
+    import torch
+
+    if not presorted:
+        order = torch.argsort(time, descending=True, stable=True)
+        time, event, log_risk = time[order], event[order], log_risk[order]
+    last = torch.searchsorted(-time, -time, right=True) - 1
+    event = event.to(log_risk.dtype)
+    if normalizer is None:
+        normalizer = event.sum().clamp_min(1.0)
+    return cox_negative_log_likelihood(log_risk, event, last, normalizer)
+
+
 def cox_partial_likelihood_loss(log_risk, time, event, *, normalizer=None, presorted=False):
     """Compute Cox's negative log partial likelihood of a batch, with Breslow's ties, as a torch loss.
 
@@ -184,11 +198,4 @@ def cox_partial_likelihood_loss(log_risk, time, event, *, normalizer=None, preso
                          f"{time.shape[0]} and {event.shape[0]}.")
     if normalizer is not None and not (isinstance(normalizer, Real) and normalizer > 0):
         raise ValueError(f"{name}: normalizer must be a positive number or None; got {normalizer!r}.")
-    if not presorted:
-        order = torch.argsort(time, descending=True, stable=True)
-        time, event, log_risk = time[order], event[order], log_risk[order]
-    last = torch.searchsorted(-time, -time, right=True) - 1
-    event = event.to(log_risk.dtype)
-    if normalizer is None:
-        normalizer = event.sum().clamp_min(1.0)
-    return cox_negative_log_likelihood(log_risk, event, last, normalizer)
+    return cox_batch_loss(log_risk, time, event, normalizer, presorted=presorted)

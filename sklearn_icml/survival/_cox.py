@@ -18,7 +18,7 @@ from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import to_numpy, to_tensor
 from ..utils._torch_base import TorchEstimatorMixin
 from ..utils._validation import check_test_data, standardization
-from ._base import SurvivalMixin, breslow_baseline, check_times, cox_partial_likelihood_loss, survival_from_baseline
+from ._base import SurvivalMixin, breslow_baseline, check_times, cox_batch_loss, survival_from_baseline
 
 __all__ = ["CoxSurvival"]
 
@@ -40,7 +40,7 @@ def _cox_train_step(alpha, n_total, linear_scale, presorted=False):
         if linear_scale is not None and xb.device not in scale:
             scale[xb.device] = linear_scale.to(xb.device)
         log_risk = module(xb)[:, 0]
-        loss = cox_partial_likelihood_loss(log_risk, yb[:, 0], yb[:, 1], normalizer=xb.shape[0], presorted=presorted)
+        loss = cox_batch_loss(log_risk, yb[:, 0], yb[:, 1], normalizer=xb.shape[0], presorted=presorted)
         return loss + _penalty(module, alpha, scale.get(xb.device)) / n_total
 
     return step

@@ -16,7 +16,7 @@ from ..utils._sklearn_private import Interval, StrOptions, _fit_context
 from ..utils._torch import to_numpy, to_tensor
 from ..utils._torch_base import TorchEstimatorMixin
 from ..utils._validation import check_decoupled_weight_decay, check_test_data
-from ._base import SurvivalMixin, breslow_baseline, check_times, cox_partial_likelihood_loss, survival_from_baseline
+from ._base import SurvivalMixin, breslow_baseline, check_times, cox_batch_loss, survival_from_baseline
 
 __all__ = ["PrototypeSurvival"]
 
@@ -299,7 +299,7 @@ class PrototypeSurvival(SurvivalMixin, TorchEstimatorMixin, BaseEstimator):
             def train_step(net, xb, yb):
                 logits = net(xb, generator if net.training else None)
                 if self.loss == "cox":
-                    return cox_partial_likelihood_loss(logits[:, 0], yb[:, 0], yb[:, 1])
+                    return cox_batch_loss(logits[:, 0], yb[:, 0], yb[:, 1])
                 return nll_loss(logits, yb[:, 2].long(), yb[:, 1], nll_alpha)
 
             n_train = X.shape[0] - (int(math.ceil(self.validation_fraction * X.shape[0])) if self.early_stopping

@@ -350,7 +350,14 @@ class EarlyStopping:
 
 # -- data plumbing for skorch --------------------------------------------------------------------
 
+_TENSOR_DATA = None
+
+
 def _import_torch_data():
+    """The trainer's torch ``Dataset`` class, made once (torch is imported lazily)."""
+    global _TENSOR_DATA
+    if _TENSOR_DATA is not None:
+        return _TENSOR_DATA
     import torch
 
     class _TensorData(torch.utils.data.Dataset):
@@ -372,7 +379,8 @@ def _import_torch_data():
         def __getitem__(self, i):
             return self.batch(i)
 
-    return _TensorData
+    _TENSOR_DATA = _TensorData
+    return _TENSOR_DATA
 
 
 class _BatchIterator:
@@ -574,8 +582,7 @@ def _net_classes():
                     step = self.train_step_single(batch, **fit_params)
                     accumulator.store_step(step)
                     if self.grad_clip is not None:
-                        torch.nn.utils.clip_grad_norm_([p for _, p in self.get_all_learnable_params()],
-                                                       max_norm=self.grad_clip)
+                        torch.nn.utils.clip_grad_norm_(self.clip_params, max_norm=self.grad_clip)
                     if self.grad_callbacks:
                         notify_grad(self, batch)
                     return step["loss"]

@@ -11,6 +11,7 @@ skorch = pytest.importorskip("skorch")
 from sklearn_icml.utils import Trainer, TrainingResult, torch_generator  # noqa: E402
 from sklearn_icml.utils._training import _net_classes  # noqa: E402
 
+from ._regression_data import reference_lbfgs as _reference_lbfgs  # noqa: E402
 from ._regression_data import regression_data as _data  # noqa: E402
 from ._regression_data import regression_net as _net  # noqa: E402
 
@@ -84,17 +85,7 @@ def test_step_stream_is_the_hand_loop_over_successive_permutations():
 def _lbfgs_by_hand(X, y, n_iter, **options):
     """The objective after ``n_iter`` iterations of torch's LBFGS, run by hand from the same start."""
     module = _net(seed=2)
-    Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
-    opt = torch.optim.LBFGS(module.parameters(), lr=1.0, max_iter=n_iter, line_search_fn="strong_wolfe", **options)
-
-    def closure():
-        opt.zero_grad()
-        loss = torch.nn.functional.mse_loss(module(Xt), yt)
-        loss.backward()
-        return loss
-
-    opt.step(closure)
-    assert opt.state[opt.param_groups[0]["params"][0]]["n_iter"] == n_iter
+    assert _reference_lbfgs(module, X, y, max_iter=n_iter, **options)[0] == n_iter
     return _mse(module, X, y)
 
 

@@ -16,6 +16,7 @@ from sklearn_icml.utils._training import (  # noqa: E402
     iterate_minibatches,
 )
 
+from ._regression_data import reference_lbfgs as _reference_lbfgs  # noqa: E402
 from ._regression_data import regression_data as _data  # noqa: E402
 from ._regression_data import regression_net as _net  # noqa: E402
 
@@ -402,21 +403,6 @@ def test_early_stopping_stops_on_a_rising_validation_loss_and_keeps_the_best(bud
                      n_iter_no_change=None, random_state=0)
     assert res.n_iter == 30 and res.validation_scores is None
 
-
-def _reference_lbfgs(module, X, y, **options):
-    """torch's L-BFGS as one long step call: the iterations a full-batch solver runs by itself."""
-    Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
-    opt = torch.optim.LBFGS(module.parameters(), lr=1.0, line_search_fn="strong_wolfe", **options)
-
-    def closure():
-        opt.zero_grad()
-        loss = torch.nn.functional.mse_loss(module(Xt), yt)
-        loss.backward()
-        return loss
-
-    opt.step(closure)
-    state = opt.state[opt.param_groups[0]["params"][0]]
-    return state["n_iter"], state["func_evals"]
 
 
 @pytest.mark.parametrize("options", [
