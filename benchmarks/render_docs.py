@@ -751,9 +751,16 @@ def _figure(spec, paper, name, docs, path):
     if bench not in docs:
         raise ResultsError(f"{where}: no saved results benchmarks/results/{bench}.json")
     doc = docs[bench]
-    if kind == "seeds":
-        return len(doc["provenance"].get("seeds", []))
     tables = page_tables(doc)
+    if kind == "seeds" and "table" not in spec:
+        return len(doc["provenance"].get("seeds", []))
+    if kind == "seeds":  # the seeds of one row: a table run on fewer seeds than the script's run says so
+        found = [r for _, t, parts in tables for _, tt, _ in parts for r in tt["rows"]
+                 if t["title"].startswith(spec["table"]) and (r["case"], r["method"]) == (spec["case"], spec["method"])]
+        values = [len({v["seed"] for v in r["values"]}) for r in found]
+        if len(values) != 1:
+            raise ResultsError(f"{where}: {len(values)} rows of {bench}.json match {spec} (one is needed)")
+        return values[0]
     if kind in ("target", "threshold"):
         found = [b for _, _, parts in tables for _, t, _ in parts for b in t.get("bars", [])
                  if b["text"].startswith(spec["text"])]

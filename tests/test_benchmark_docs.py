@@ -555,9 +555,15 @@ def _raw_figure(spec, paper, saved):
                 total += sum(kind_ == "claim" for kind_, _ in expected)
         return total
     doc = saved[paper["bench"]]
-    if kind == "seeds":
+    if kind == "seeds" and "table" not in spec:
         return len(doc["provenance"]["seeds"])
     runs = [doc] + doc.get("merged_runs", [])
+    if kind == "seeds":
+        found = [len({v["seed"] for v in row["values"]}) for run in runs for t in run["tables"]
+                 if t["title"].startswith(spec["table"]) for row in t["rows"]
+                 if (row["case"], row["method"]) == (spec["case"], spec["method"])]
+        assert len(found) == 1, (paper["code"], spec, found)
+        return found[0]
     if kind in ("target", "threshold"):
         found = [b["measured" if kind == "target" else "threshold"] for run in runs for t in run["tables"]
                  for b in t.get("bars", []) if b["text"].startswith(spec["text"])]
