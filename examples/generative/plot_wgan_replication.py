@@ -8,7 +8,7 @@ and is useless. :class:`~sklearn_icml.generative.LeftInvertibleWGAN` penalises a
 lacks a Lipschitz left inverse, so it cannot collapse onto the training points. On the paper's 2-D
 Swiss roll we fit the same network with ``inverse_penalty=0`` (a plain WGAN-GP) and ``2``, and
 the injective architecture (an exact inverse), on a short budget so that the example runs in
-seconds (the benchmark trains 1500 iterations or more). We show:
+seconds (the benchmark trains 2000 generator iterations on the roll). We show:
 
 1. each model's samples over the training points;
 2. the distance of each point to its nearest training point, for the model's samples, for fresh

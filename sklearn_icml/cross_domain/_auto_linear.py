@@ -181,12 +181,9 @@ class AutoLinear(ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMix
     less smooth decoded logs; ``bridge_space="latent"`` keeps the
     closed-form maps. The default latent sizes (32 values for the
     measurements, 16 for the property) are those of the method's 1-D
-    setting; the alternatives compared with them (larger codes, other
-    penalty choices) are on :doc:`the benchmark page
-    </benchmarks/auto_linear>`. With
-    PCA encoders, 64 components of the traces make the inverse map as good
-    as ridge regression on the raw traces; the masked autoencoders' codes
-    are level with it at 100 pairs and behind it from about 150 pairs on.
+    setting. :doc:`The benchmark page </benchmarks/auto_linear>` compares
+    the masked-autoencoder and PCA codes with ridge regression on the raw
+    traces at each number of pairs.
     With ``encoder_x="pca"``, ``encoder_y="pca"`` and no unpaired data,
     :meth:`predict` is PCA, then RidgeCV, then inverse PCA (reduced-rank
     ridge regression). A single target column is predicted

@@ -321,8 +321,8 @@ def _machine_is_oversubscribed():
 
     On such a machine torch's worker threads wait for each other's time
     slices: a small network trained with two threads on a loaded 2-core
-    machine took five times the wall time (and seven times the CPU time) of
-    one thread. Unknown (no load average on this OS): False.
+    machine takes several times the wall time and CPU time of one thread.
+    Unknown (no load average on this OS): False.
     """
     try:
         load = os.getloadavg()[0]
