@@ -243,7 +243,7 @@ def _slope(ns, values):
 def degree_scaling_tables(args):
     """Fixed number of clusters, so the mean degree grows with n; labels read after every update."""
     sizes = [1000, 2000, 4000] if args.quick else [1000, 2000, 4000, 8000]
-    seeds = args.seeds[:2]
+    seeds = args.seeds[:3]
     k, T = 8, 200
     title = (f"Per-update cost as n grows with {k} clusters (p_in=0.5, p_out=0.005: the mean degree grows with n); "
              f"fit on n-{T}, then {T} insertions and {T // 4} random deletions, labels_ read after each update")
@@ -324,7 +324,7 @@ def long_stream_table(args):
                  f"n={n}, {k} groups, p_in=0.8, p_out=5/n): disagreements on the final graph", "disagreements",
                  higher_is_better=False)
     ratios = []
-    for seed in args.seeds[:2]:
+    for seed in args.seeds[:3]:
         A, truth = make_planted_partition(n, k, p_in=0.8, p_out=5.0 / n, random_state=seed)
         events = make_vertex_stream(n, delete_every=4, random_state=seed)
         order = events[events[:, 0] == 0, 1]
@@ -360,7 +360,7 @@ def sampled_agreement_table(args):
     secs = Table(title + ": fit time", "seconds", higher_is_better=False)
     cost = Table(title + ": disagreements", "disagreements", higher_is_better=False)
     ratios = []
-    for seed in args.seeds[:2]:
+    for seed in args.seeds[:3]:
         A, _ = make_planted_partition(n, k, p_in=0.9, p_out=10.0 / n, random_state=seed)
         exact = CorrelationClustering(affinity="precomputed")
         sampled = CorrelationClustering(affinity="precomputed", sample_size=8, random_state=seed)
@@ -384,16 +384,23 @@ def sampled_agreement_table(args):
     if not args.quick:
         big = Table("Sampled Agreement (s=8) on 10^6 vertices, groups of 10, p_in=0.9, cross degree 2", "seconds",
                     higher_is_better=False)
-        A, _ = make_planted_partition(10 ** 6, 10 ** 5, p_in=0.9, p_out=2e-6, random_state=0)
-        est = CorrelationClustering(affinity="precomputed", sample_size=8, random_state=0)
-        wall, cpu = wall_and_cpu(est.fit, A)
-        big.add("n=10^6, CPU seconds", "sampled Agreement (s=8)", cpu, ours=True)
-        big.add("n=10^6, wall seconds", "sampled Agreement (s=8)", wall, ours=True)
-        big.note(f"mean degree {A.nnz / 10 ** 6:.1f}; {est.n_clusters_} clusters. One thread: the CPU seconds are "
-                 "the wall time of an idle machine (the time includes validating the input and building the "
-                 "symmetric '+' adjacency).")
-        big.bar("sampled Agreement on 10^6 sparse vertices, CPU seconds of the single-threaded fit (target: under a "
-                "minute on 2 cores)", cpu, 60.0, op="<=")
+        degrees, clusters, cpus = [], [], []
+        for seed in args.seeds[:3]:
+            A, _ = make_planted_partition(10 ** 6, 10 ** 5, p_in=0.9, p_out=2e-6, random_state=seed)
+            est = CorrelationClustering(affinity="precomputed", sample_size=8, random_state=seed)
+            wall, cpu = wall_and_cpu(est.fit, A)
+            big.add("n=10^6, CPU seconds", "sampled Agreement (s=8)", cpu, ours=True, seed=seed)
+            big.add("n=10^6, wall seconds", "sampled Agreement (s=8)", wall, ours=True, seed=seed)
+            degrees.append(A.nnz / 10 ** 6)
+            clusters.append(est.n_clusters_)
+            cpus.append(cpu)
+            del A, est
+        big.note(f"mean degree {np.mean(degrees):.1f}; {', '.join(map(str, clusters))} clusters (per seed). One "
+                 "thread: the CPU seconds are the wall time of an idle machine (the time includes validating the "
+                 "input and building the symmetric '+' adjacency). No peer runs at this size: the exact Agreement "
+                 "is compared with the sampled one at 10^5 vertices above.")
+        big.bar("sampled Agreement on 10^6 sparse vertices, CPU seconds of the single-threaded fit, worst seed "
+                "(target: under a minute on 2 cores)", max(cpus), 60.0, op="<=")
         tables.append(big)
     return tables
 

@@ -240,7 +240,7 @@ def ridge_cost(args):
     table.note("Our rows time the whole fit (validation of the [unified | expert] layout, L2 normalisation, "
                "centring, the normal equations solved by Cholesky); the peer times the solver alone on "
                "already-normalised arrays. Wall seconds depend on the machine's load; CPU seconds of the process "
-               "much less.")
+               "much less. A cost table, timed on one seed (seed 0): its rows are unpaired, with no verdict.")
     if not args.quick:
         table.bar(f"SpaceBond ridge fit on 10^5 float32 pairs of {d_e} -> {d_u} dimensions, CPU seconds on one "
                   "thread (target <= 10 s on 2 cores; one thread's CPU time is the stricter measure)",
@@ -275,7 +275,8 @@ def mlp_cost(args):
             table.add("InfoNCE epoch", f"{device} ({n:,} pairs, {n_projectors} projector(s))", per_epoch, seed=seed,
                       ours=True)
     table.note(f"The CPU row trains one projector on {n_cpu:,} pairs and is scaled linearly to 10^5 pairs (one "
-               "epoch is linear in the rows); the device row trains the 7 projectors on 10^5 pairs.")
+               "epoch is linear in the rows); the device row trains the 7 projectors on 10^5 pairs. A cost row, "
+               "timed on one seed (seed 0): the seconds depend on the machine and its load, not on the draw.")
     return table
 
 
@@ -385,7 +386,8 @@ def projector_choice(tables):
                 table.add("mean over tasks", f"SpaceBond {projector}", float(np.mean(values)), ours=True, seed=seed)
         means[projector] = table.mean("mean over tasks", f"SpaceBond {projector}")
         for t, task, which in sources:
-            table.add(task, f"SpaceBond {projector}", t.mean(task, label[which]), ours=True)
+            for seed, value in t._values[(task, label[which])]:
+                table.add(task, f"SpaceBond {projector}", value, ours=True, seed=seed)
     closed = max(v for p, v in means.items() if p not in (DEFAULT, "mlp"))
     table.bar(f"mean R@1 over the tasks of the default projector ({DEFAULT}) minus the other closed-form "
               "projector's (target >= 0: the default is the closed-form projector this table ranks first)",
@@ -395,8 +397,9 @@ def projector_choice(tables):
               means[DEFAULT] - means["mlp"], 0.0, op=">=")
     wins = {p: sum(all(t.mean(task, labels[p][w]) >= t.mean(task, labels[o][w]) for o in labels if o != p)
                    for t, task, w in sources) for p in labels}
-    table.note("Per-task rows are the means over the seeds; the mean-over-tasks row averages each seed's tasks "
-               "first. Tasks won (highest mean R@1): " + ", ".join(f"{p} {n}" for p, n in wins.items()) + ".")
+    table.note("Per-task rows hold each seed's R@1 from the tables above; the mean-over-tasks row averages each "
+               "seed's tasks first. Tasks won (highest mean R@1 over the seeds): "
+               + ", ".join(f"{p} {n}" for p, n in wins.items()) + ".")
     return table
 
 

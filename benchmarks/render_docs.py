@@ -295,7 +295,10 @@ def _verdict_cell(r):
 
 
 def _seeds(values):
-    seeds = sorted({v["seed"] for v in values})
+    """The seeds of a row that have a value (a failed or empty run, saved as null, is no seed of the row)."""
+    seeds = sorted({v["seed"] for v in values if v["value"] is not None})
+    if not seeds:
+        return "none (no value)"
     if seeds == list(range(len(seeds))) and len(seeds) > 2:
         return f"0-{seeds[-1]}"
     return ", ".join(str(s) for s in seeds)

@@ -239,6 +239,20 @@ def test_fixture_numbers_recomputed_and_verdicts_need_the_interval(fixture_tree)
     assert "unpaired vs one\\_seed\\_peer (ratio 10.05; 1 pair: no verdict)" in pages["benchmarks/fixture.rst"]
 
 
+def test_the_seeds_column_lists_the_seeds_that_have_a_value(fixture_tree):
+    # a row whose every seed failed (NaN, saved as null) has no seed: it must not read as a full row
+    results, doc = fixture_tree
+    lines = render.render_all(results, BENCH_DIR, doc)["benchmarks/fixture.rst"].splitlines()
+    seeds = {}
+    for i, line in enumerate(lines):
+        if line.startswith("   * - "):
+            case, method, _, cell = (x[len("   * - "):] for x in lines[i:i + 4])
+            seeds[(case, method)] = cell
+    assert seeds[("blobs", "broken peer")] == "none (no value)"
+    assert seeds[("n=30", "one\\_seed\\_peer")] == "0"
+    assert seeds[("n=10", "slow\\_peer")] == "0-3"
+
+
 @pytest.mark.parametrize("path", RESULTS, ids=[p.stem for p in RESULTS])
 def test_every_results_file_carries_provenance(path):
     doc = render.load(path)  # validates every field
