@@ -20,6 +20,8 @@ each), and the share of diverged trajectories (leaving 100 standard deviations).
     python benchmarks/bench_dyslim.py --seeds 1 --cases ks_sobolev --resume   # the H^1 misfit on KS
     python benchmarks/bench_dyslim.py --first-seed 2 --seeds 3 --cases noisy --resume   # seeds 2-4 added to the
                                                                       # saved run (step costs are not carried over)
+    python benchmarks/bench_dyslim.py --seeds 3 --cases ks ks_sobolev --resume --jobs 3   # the KS tables, the seeds
+                                                                      # in 3 processes at once
 """
 
 import argparse
@@ -64,11 +66,13 @@ def _parse():
     pre.add_argument("--cases", nargs="+", choices=CASES + GPU_CASES, default=list(CASES))
     pre.add_argument("--first-seed", type=int, default=0)
     pre.add_argument("--resume", action="store_true")
+    pre.add_argument("--jobs", type=int, default=1, help="seeds run in this many processes at once (default 1)")
     known, rest = pre.parse_known_args()
     args = bench_args(__doc__, rest)
     args.cases = known.cases
     args.seeds = [known.first_seed + s for s in args.seeds]
     args.resume = known.resume
+    args.jobs = max(1, known.jobs)
     return args
 
 
@@ -298,6 +302,55 @@ def _gpu_rows(tables, seed, device, quick):
         tables["gpu_l63"].add("L63, time step 0.4", label, mmd, ours=ours, seed=seed)
 
 
+class _Record:
+    """Stands in for a Table in a worker process: the values it would add, replayed into the table later."""
+
+    def __init__(self, key, rows):
+        self.key, self.rows = key, rows
+
+    def add(self, case, method, value, *, ours=False, seed=None):
+        self.rows.append((self.key, case, method, value, ours, seed))
+
+
+def _run_seed(tables, seed, cases, sizes, quick, device):
+    """Every chosen case on one seed, its values added to ``tables``."""
+    if "noisy" in cases:
+        _l63_case(tables, "noise 0.5", seed, sizes, noise=0.5, sindy=True)
+    if "clean" in cases:
+        _l63_case(tables, "clean", seed, sizes, noise=0.0)
+    if "noise03" in cases:
+        _l63_case(tables, "noise 0.3", seed, sizes, noise=0.3)
+    if "short" in cases:
+        _l63_case(tables, "noise 0.5, short data (40 x 100)", seed, sizes, noise=0.5, n_train=40, n_steps=100)
+    if "pushforward" in cases:
+        _l63_case(tables, "noise 0.5, K=4, push-forward", seed, sizes, noise=0.5,
+                  extra=dict(n_rollout_steps=4, pushforward=True))
+    if "ks" in cases:
+        _ks_case(tables, "KS clean", seed, sizes, noise=0.0)
+        _ks_case(tables, "KS noise 0.5", seed, sizes, noise=0.5)
+    if "ablation" in cases:
+        _ablation_case(tables, "clean, 1000 steps", seed, dict(sizes, quick=quick), noise=0.0)
+        _ablation_case(tables, "noise 0.5, 1000 steps", seed, dict(sizes, quick=quick), noise=0.5)
+    if "ks_sobolev" in cases:  # the paper's H^1 misfit on the field (domain length 22)
+        h1 = ((1.0, 1.0, "DySLIM, H^1 misfit (sobolev_order=1)", False,
+               dict(sobolev_order=1, sobolev_length=22.0)),)
+        _ks_case(tables, "KS clean", seed, sizes, noise=0.0, variants=h1)
+        _ks_case(tables, "KS noise 0.5", seed, sizes, noise=0.5, variants=h1)
+    if "cost" in cases:
+        _step_cost(tables, seed, device)
+    if "gpu" in cases:
+        _gpu_rows(tables, seed, device, quick)
+
+
+def _seed_worker(seed, cases, sizes, quick, device, keys):
+    """One seed in a process of its own (``--jobs``): the rows it records, as (table key, case, method, value,
+    ours, seed) in the order a sequential run adds them."""
+    rows = []
+    _run_seed({key: _Record(key, rows) for key in keys}, seed, cases, sizes, quick, device)
+    print(f"  seed {seed} done", file=sys.stderr, flush=True)
+    return rows
+
+
 def _has(table, case, method=None):
     return any(row["case"] == case and method in (None, row["method"]) for row in table.rows())
 
@@ -360,34 +413,22 @@ def main():
                 used.append(tables[k])
         emit(used, args, estimators=["DySLIMRegressor"])
 
-    for seed in args.seeds:
-        if "noisy" in args.cases:
-            _l63_case(tables, "noise 0.5", seed, sizes, noise=0.5, sindy=True)
-        if "clean" in args.cases:
-            _l63_case(tables, "clean", seed, sizes, noise=0.0)
-        if "noise03" in args.cases:
-            _l63_case(tables, "noise 0.3", seed, sizes, noise=0.3)
-        if "short" in args.cases:
-            _l63_case(tables, "noise 0.5, short data (40 x 100)", seed, sizes, noise=0.5, n_train=40, n_steps=100)
-        if "pushforward" in args.cases:
-            _l63_case(tables, "noise 0.5, K=4, push-forward", seed, sizes, noise=0.5,
-                      extra=dict(n_rollout_steps=4, pushforward=True))
-        if "ks" in args.cases:
-            _ks_case(tables, "KS clean", seed, sizes, noise=0.0)
-            _ks_case(tables, "KS noise 0.5", seed, sizes, noise=0.5)
-        if "ablation" in args.cases:
-            _ablation_case(tables, "clean, 1000 steps", seed, dict(sizes, quick=args.quick), noise=0.0)
-            _ablation_case(tables, "noise 0.5, 1000 steps", seed, dict(sizes, quick=args.quick), noise=0.5)
-        if "ks_sobolev" in args.cases:  # the paper's H^1 misfit on the field (domain length 22)
-            h1 = ((1.0, 1.0, "DySLIM, H^1 misfit (sobolev_order=1)", False,
-                   dict(sobolev_order=1, sobolev_length=22.0)),)
-            _ks_case(tables, "KS clean", seed, sizes, noise=0.0, variants=h1)
-            _ks_case(tables, "KS noise 0.5", seed, sizes, noise=0.5, variants=h1)
-        if "cost" in args.cases:
-            _step_cost(tables, seed, args.device)
-        if "gpu" in args.cases:
-            _gpu_rows(tables, seed, args.device, args.quick)
-        flush(*[k for k in tables if tables[k].rows()])
+    if args.jobs > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        n = len(args.seeds)
+        with ProcessPoolExecutor(min(args.jobs, n), mp_context=multiprocessing.get_context("spawn")) as pool:
+            done = pool.map(_seed_worker, args.seeds, [args.cases] * n, [sizes] * n, [args.quick] * n,
+                            [args.device] * n, [list(tables)] * n)
+            for rows in done:  # in seed order, each seed saved as it comes
+                for key, case, method, value, is_ours, seed in rows:
+                    tables[key].add(case, method, value, ours=is_ours, seed=seed)
+                flush(*[k for k in tables if tables[k].rows()])
+    else:
+        for seed in args.seeds:
+            _run_seed(tables, seed, args.cases, sizes, args.quick, args.device)
+            flush(*[k for k in tables if tables[k].rows()])
 
     if _has(tables["rmse"], "noise 0.5"):
         r, a, b = _median_ratio(tables["rmse"], "noise 0.5", ours, mse)
