@@ -146,7 +146,7 @@ def _t_quantile(p, df):
     return float(t.ppf(p, df))
 
 
-MIN_PAIRS = 2
+MIN_PAIRS = 3
 WORSE_BY = 0.10
 
 
@@ -158,7 +158,7 @@ def paired_verdict(ours, peer, *, higher_is_better, level=0.95):
     pairs dropped. Returns ``(verdict, (low, high), n_pairs)``.
 
     A verdict needs every one of our values paired: when fewer than
-    ``MIN_PAIRS`` (2) pairs form, or the peer has fewer values (not NaN) than
+    ``MIN_PAIRS`` (3) pairs form, or the peer has fewer values (not NaN) than
     we have, the verdict is ``"unpaired"`` and the interval ``None``: the row
     keeps its ratio but claims neither a win nor a tie. Otherwise ``"win"`` or
     ``"loss"`` only when the ``level`` t-interval of the mean paired difference
@@ -263,7 +263,7 @@ class Table:
         values rather than race (ratios are still given). A verdict pairs our
         values with the best peer's by seed: win or loss only when the 95 %
         interval of the paired difference excludes 0, else tie; unpaired when
-        fewer than 2 seeds pair up or the peer has fewer seeds than we have.
+        fewer than ``MIN_PAIRS`` (3) seeds pair up or the peer has fewer seeds than we have.
     """
 
     def __init__(self, title, metric, *, higher_is_better, verdicts=True):
@@ -352,7 +352,7 @@ class Table:
         (best = highest or lowest mean by ``higher_is_better``); ``verdict`` says,
         for our rows, whether we beat that peer: win or loss when the 95 %
         t-interval of the paired (by seed) difference excludes 0, else tie;
-        unpaired without at least 2 pairs covering every one of our seeds.
+        unpaired without at least ``MIN_PAIRS`` (3) pairs covering every one of our seeds.
         """
         return compute_rows(self._cases, self._values, self._ours, higher_is_better=self.higher_is_better,
                             verdicts=self.verdicts)
@@ -362,7 +362,7 @@ class Table:
         direction = "higher is better" if self.higher_is_better else "lower is better"
         lines = [f"### {self.title}", "", f"{self.metric} ({direction}); mean ± std over seeds; "
                  "ratio = row mean / best peer mean of the case; verdict from the 95 % interval of the "
-                 "paired difference (unpaired: fewer than 2 pairs, or the peer has fewer seeds).", "",
+                 f"paired difference (unpaired: fewer than {MIN_PAIRS} pairs, or the peer has fewer seeds).", "",
                  "| case | method | mean | ± std | seeds | ratio to best peer | vs best peer |",
                  "|---|---|---|---|---|---|---|"]
         for r in self.rows():

@@ -146,9 +146,9 @@ def _expected_rows(table):
                             if not (math.isnan(x) or math.isnan(y)):
                                 a.append(x)
                                 b.append(y)
-                    # the peer's values (not NaN) must cover ours, and at least two pairs: else no verdict
+                    # the peer's values (not NaN) must cover ours, and at least three pairs: else no verdict
                     n_peer = stats[(case, best)][2]
-                    verdict = "tie" if len(a) >= 2 and n_peer >= n else "unpaired"
+                    verdict = "tie" if len(a) >= 3 and n_peer >= n else "unpaired"
                     if verdict == "tie":
                         d = np.subtract(a, b)
                         scale = max(float(np.max(np.abs(a))), float(np.max(np.abs(b))))

@@ -14,20 +14,19 @@ _spec.loader.exec_module(bench)
 
 def _table(higher):
     t = bench.Table("t", "seconds", higher_is_better=higher)
-    for v in (1.0, 3.0):
-        t.add("small", "ours", v, ours=True)
-    for v in (4.0, 4.0):
-        t.add("small", "peerA", v)
-    for v in (1.0, 1.0):
-        t.add("small", "peerB", v)
+    for seed, v in enumerate((1.0, 3.0, 2.0)):
+        t.add("small", "ours", v, ours=True, seed=seed)
+    for seed in range(3):
+        t.add("small", "peerA", 4.0, seed=seed)
+        t.add("small", "peerB", 1.0, seed=seed)
     return t
 
 
 def test_lower_is_better_ratios_and_a_kept_loss():
     rows = {r["method"]: r for r in _table(higher=False).rows()}
-    assert rows["ours"]["mean"] == 2.0 and rows["ours"]["std"] == pytest.approx(math.sqrt(2))
+    assert rows["ours"]["mean"] == 2.0 and rows["ours"]["std"] == pytest.approx(1.0)
     assert rows["ours"]["best_peer"] == "peerB"
-    # paired differences (0, 2): the 95 % interval 1 +- 12.7 * 1.414 / sqrt(2) holds 0, so a tie
+    # paired differences (0, 2, 1): the 95 % interval 1 +- 4.30 * 1 / sqrt(3) holds 0, so a tie
     assert rows["ours"]["ratio"] == 2.0 and rows["ours"]["verdict"] == "tie"
     assert rows["peerA"]["ratio"] == 4.0 and rows["peerA"]["verdict"] is None
     assert [r["method"] for r in _table(False).rows()][0] == "ours"
@@ -36,8 +35,20 @@ def test_lower_is_better_ratios_and_a_kept_loss():
 def test_higher_is_better_picks_the_largest_peer():
     rows = {r["method"]: r for r in _table(higher=True).rows()}
     assert rows["ours"]["best_peer"] == "peerA"
-    # paired differences (-3, -1) against peerA's (4, 4): interval -2 +- 12.7 holds 0
+    # paired differences (-3, -1, -2) against peerA's (4, 4, 4): interval -2 +- 2.48 holds 0
     assert rows["ours"]["ratio"] == 0.5 and rows["ours"]["verdict"] == "tie"
+
+
+def test_two_pairs_give_no_verdict():
+    # a difference that is clearly one-sided on two seeds is still no verdict: a comparison needs 3 paired seeds
+    t = bench.Table("t", "seconds", higher_is_better=False)
+    for seed, (ours, peer) in enumerate(((1.0, 5.0), (1.1, 5.2))):
+        t.add("c", "ours", ours, ours=True, seed=seed)
+        t.add("c", "peer", peer, seed=seed)
+    assert {r["method"]: r for r in t.rows()}["ours"]["verdict"] == "unpaired"
+    t.add("c", "ours", 0.9, ours=True, seed=2)
+    t.add("c", "peer", 4.9, seed=2)
+    assert {r["method"]: r for r in t.rows()}["ours"]["verdict"] == "win"
 
 
 def test_failed_runs_and_missing_peers():
@@ -57,7 +68,7 @@ def test_markdown_and_output_file(tmp_path, capsys):
     t.note("peerB is a C extension")
     bench.emit(t, args)
     printed = capsys.readouterr().out
-    assert "| small | **ours** (ours) | 2 | 1.414 | 2 | 2 | tie vs peerB |" in printed
+    assert "| small | **ours** (ours) | 2 | 1 | 3 | 2 | tie vs peerB |" in printed
     assert "- peerB is a C extension" in printed
     assert (tmp_path / "out.md").read_text() == printed
 
@@ -76,9 +87,9 @@ def test_timed_takes_the_best_of_repeats():
 
 def test_near_equal_means_are_a_tie_and_verdicts_can_be_off():
     t = bench.Table("t", "ECE", higher_is_better=False)
-    for noise in (1e-17, -1e-17):  # rounding-level differences of both signs
-        t.add("c", "ours", 0.1 + noise, ours=True)
-        t.add("c", "peer", 0.1)
+    for seed, noise in enumerate((1e-17, -1e-17, 0.0)):  # rounding-level differences of both signs
+        t.add("c", "ours", 0.1 + noise, ours=True, seed=seed)
+        t.add("c", "peer", 0.1, seed=seed)
     assert t.rows()[0]["verdict"] == "tie"
     v = bench.Table("t", "ECE", higher_is_better=False, verdicts=False)
     v.add("c", "ours", 0.2, ours=True)
