@@ -281,7 +281,9 @@ class Table:
         self._cpu_start = _cpu_seconds()
         self._wall = self._cpu = 0.0
 
-    def _touch(self):
+    def touch(self):
+        """Stamp the table's wall and CPU seconds so far (the CPU of child processes counts once they are reaped:
+        a script that fills a table from worker processes touches it again after closing the pool)."""
         self._wall = time.perf_counter() - self._wall_start
         self._cpu = _cpu_seconds() - self._cpu_start
 
@@ -303,12 +305,12 @@ class Table:
         if seed is None:
             seed = len(self._values[key])
         self._values[key].append((int(seed), float(value)))
-        self._touch()
+        self.touch()
 
     def note(self, text):
         """Add a line printed under the table (a caveat, a loss explained)."""
         self._notes.append(str(text))
-        self._touch()
+        self.touch()
 
     def bar(self, text, measured, threshold, *, op="<="):
         """Record a target: ``measured op threshold``; returns whether it is met.
@@ -321,7 +323,7 @@ class Table:
         measured, threshold = float(measured), float(threshold)
         met = (not math.isnan(measured)) and bool(BAR_OPS[op](measured, threshold))
         self._bars.append(dict(text=str(text), measured=measured, threshold=threshold, op=op, met=met))
-        self._touch()
+        self.touch()
         return met
 
     def claim(self, text, *, paper, reproduced, measured):
@@ -334,7 +336,7 @@ class Table:
             raise ValueError(f"Table.claim: reproduced must be one of {CLAIM_OUTCOMES}, got {reproduced!r}")
         self._claims.append(dict(text=str(text), paper=str(paper), reproduced=reproduced,
                                  measured=measured if isinstance(measured, str) else float(measured)))
-        self._touch()
+        self.touch()
         return reproduced
 
     def values(self, case, method):

@@ -421,10 +421,14 @@ def main():
         with ProcessPoolExecutor(min(args.jobs, n), mp_context=multiprocessing.get_context("spawn")) as pool:
             done = pool.map(_seed_worker, args.seeds, [args.cases] * n, [sizes] * n, [args.quick] * n,
                             [args.device] * n, [list(tables)] * n)
+            filled = set()
             for rows in done:  # in seed order, each seed saved as it comes
                 for key, case, method, value, is_ours, seed in rows:
                     tables[key].add(case, method, value, ours=is_ours, seed=seed)
+                    filled.add(key)
                 flush(*[k for k in tables if tables[k].rows()])
+        for key in filled:  # the workers are reaped: their CPU seconds now count in the tables they filled
+            tables[key].touch()
     else:
         for seed in args.seeds:
             _run_seed(tables, seed, args.cases, sizes, args.quick, args.device)
