@@ -118,18 +118,36 @@ def cox_negative_log_likelihood(log_risk, event, last, normalizer):
     """Breslow negative log partial likelihood on samples already sorted by descending time (torch)."""
     import torch
 
-    log_risk_set = torch.logcumsumexp(log_risk, dim=0)[last]
+    log_risk_set = torch.logcumsumexp(log_risk, dim=0).index_select(0, last)
     return -((log_risk - log_risk_set) * event).sum() / normalizer
+
+
+def _cox_keys(time, presorted):
+    """The descending-time order (None when ``presorted``) and each position's tie-group end, int64 tensors."""
+    import torch
+
+    if time.device.type == "cpu" and time.dtype in (torch.float64, torch.float32, torch.int64, torch.int32):
+        # the keys need no gradient: on the CPU numpy computes them with less dispatch than torch
+        try:
+            t = time.detach().numpy()
+        except RuntimeError:  # no storage to read (a tensor inside a torch.func transform): torch's path below
+            t = None
+        if t is not None:
+            if presorted:
+                return None, torch.from_numpy(np.searchsorted(-t, -t, side="right") - 1)
+            order, last = cox_sort_keys(t)
+            return torch.from_numpy(order), torch.from_numpy(last)
+    order = None if presorted else torch.argsort(time, descending=True, stable=True)
+    if order is not None:
+        time = time.index_select(0, order)
+    return order, torch.searchsorted(-time, -time, right=True) - 1
 
 
 def cox_batch_loss(log_risk, time, event, normalizer=None, *, presorted=False):
     """:func:`cox_partial_likelihood_loss` without its input checks: the survival heads' per-batch kernel."""
-    import torch
-
-    if not presorted:
-        order = torch.argsort(time, descending=True, stable=True)
-        time, event, log_risk = time[order], event[order], log_risk[order]
-    last = torch.searchsorted(-time, -time, right=True) - 1
+    order, last = _cox_keys(time, presorted)
+    if order is not None:
+        log_risk, event = log_risk.index_select(0, order), event.index_select(0, order)
     event = event.to(log_risk.dtype)
     if normalizer is None:
         normalizer = event.sum().clamp_min(1.0)
