@@ -115,15 +115,21 @@ def cox_sort_keys(time):
 
 
 def cox_negative_log_likelihood(log_risk, event, last, normalizer):
-    """Breslow negative log partial likelihood on samples already sorted by descending time (torch)."""
+    """Breslow negative log partial likelihood on samples already sorted by descending time (torch).
+
+    ``last`` (int64) holds each position's tie-group end; None when no two times are tied (every
+    group ends where it starts, and the risk sets are read without a gather).
+    """
     import torch
 
-    log_risk_set = torch.logcumsumexp(log_risk, dim=0).index_select(0, last)
+    log_risk_set = torch.logcumsumexp(log_risk, dim=0)
+    if last is not None:
+        log_risk_set = log_risk_set.index_select(0, last)
     return -((log_risk - log_risk_set) * event).sum() / normalizer
 
 
 def _cox_keys(time, presorted):
-    """The descending-time order (None when ``presorted``) and each position's tie-group end, int64 tensors."""
+    """The descending-time order (None when ``presorted``) and each position's tie-group end (None without ties)."""
     import torch
 
     if time.device.type == "cpu" and time.dtype in (torch.float64, torch.float32, torch.int64, torch.int32):
@@ -133,10 +139,14 @@ def _cox_keys(time, presorted):
         except RuntimeError:  # no storage to read (a tensor inside a torch.func transform): torch's path below
             t = None
         if t is not None:
-            if presorted:
-                return None, torch.from_numpy(np.searchsorted(-t, -t, side="right") - 1)
-            order, last = cox_sort_keys(t)
-            return torch.from_numpy(order), torch.from_numpy(last)
+            order = None
+            if not presorted:
+                order = np.argsort(-t, kind="mergesort")
+                t = t[order]
+                order = torch.from_numpy(order)
+            if not (t[1:] == t[:-1]).any():
+                return order, None
+            return order, torch.from_numpy(np.searchsorted(-t, -t, side="right") - 1)
     order = None if presorted else torch.argsort(time, descending=True, stable=True)
     if order is not None:
         time = time.index_select(0, order)

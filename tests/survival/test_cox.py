@@ -198,14 +198,16 @@ def _breslow_nll_gradient(eta, event, time):
     return grad / len(time)
 
 
-@pytest.mark.parametrize("time_dtype", ["float64", "int16"])
-def test_batch_loss_value_and_gradient_match_the_direct_loop_for_either_time_dtype(time_dtype):
-    # float64 times take the loss's CPU sort path, int16 times (quarter units, ties kept) its torch sort path
+@pytest.mark.parametrize("time_dtype, ties", [("float64", False), ("float64", True), ("int16", True)])
+def test_batch_loss_value_and_gradient_match_the_direct_loop_for_either_time_dtype(time_dtype, ties):
+    # float64 times take the loss's CPU sort path (with and without tied times), int16 times (quarter
+    # units, ties kept) its torch sort path
     import torch
 
     from sklearn_icml.survival import cox_partial_likelihood_loss
 
-    X, y = _data(n=80, ties=True)
+    X, y = _data(n=80, ties=ties)
+    assert (len(np.unique(y["time"])) < len(X)) == ties
     eta = np.random.RandomState(4).normal(size=len(X))
     time = np.array(y["time"]) if time_dtype == "float64" else np.rint(4 * y["time"]).astype(np.int16)
     log_risk = torch.tensor(eta, requires_grad=True)
