@@ -1124,8 +1124,10 @@ class Trainer:
                                 iterator_train__generator=generator)
             scheduler_factory = _scheduler_factory(self.lr_schedule, n_steps, name)
             stopper = EarlyStopping(n_iter_no_change, self.tol, keep_best=early_stopping)
+            # an L-BFGS solve is one epoch, reported once it has ended: one step of one, no time left to guess
+            planned = max_epochs if lbfgs else max_iter
             monitor = _Monitor(stopper, early_stopping, scheduler_factory, name, learning_rate, per_batch=per_batch,
-                               reporter=ProgressReporter(name, max_iter, verbose=0) if not verbose else None,
+                               reporter=ProgressReporter(name, planned, verbose=0) if not verbose else None,
                                progress=(lambda net: stream.step) if steps_loop else None)
             from skorch.callbacks import EpochTimer, PrintLog
 

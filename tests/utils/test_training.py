@@ -341,6 +341,17 @@ def test_the_shared_loop_reports_a_long_silent_fit(monkeypatch, capsys):
     assert capsys.readouterr().out.startswith("[Loop] still fitting: step 1/2 after ")
 
 
+def test_a_long_lbfgs_solve_reports_no_time_left(monkeypatch, capsys):
+    # the solve is one epoch: its notice comes once it is done, so it must not extrapolate max_iter iterations
+    from sklearn_icml.utils import _training
+
+    monkeypatch.setattr(_training, "SLOW_FIT_CPU_SECONDS", 0.0)
+    X = np.random.RandomState(0).normal(size=(20, 3))
+    _training.Trainer(loop="lbfgs", max_iter=50, name="Solve").fit(torch.nn.Linear(3, 1).double(), X, X[:, :1])
+    out = capsys.readouterr().out
+    assert out.startswith("[Solve] still fitting: step 1/1 after ") and "more at this pace" not in out
+
+
 def test_step_budget_is_a_stream_of_successive_permutations_and_counts_steps():
     """budget="steps": max_iter optimiser steps over successive seeded permutations, batches across passes."""
     X, y = _data(n=10)
