@@ -294,9 +294,13 @@ def _verdict_cell(r):
     return cell
 
 
-def _seeds(values):
+def _row_seeds(values):
     """The seeds of a row that have a value (a failed or empty run, saved as null, is no seed of the row)."""
-    seeds = sorted({v["seed"] for v in values if v["value"] is not None})
+    return sorted({v["seed"] for v in values if v["value"] is not None})
+
+
+def _seeds(values):
+    seeds = _row_seeds(values)
     if not seeds:
         return "none (no value)"
     if seeds == list(range(len(seeds))) and len(seeds) > 2:
@@ -760,7 +764,7 @@ def _figure(spec, paper, name, docs, path):
     if kind == "seeds":  # the seeds of one row: a table run on fewer seeds than the script's run says so
         found = [r for _, t, parts in tables for _, tt, _ in parts for r in tt["rows"]
                  if t["title"].startswith(spec["table"]) and (r["case"], r["method"]) == (spec["case"], spec["method"])]
-        values = [len({v["seed"] for v in r["values"]}) for r in found]
+        values = [len(_row_seeds(r["values"])) for r in found]
         if len(values) != 1:
             raise ResultsError(f"{where}: {len(values)} rows of {bench}.json match {spec} (one is needed)")
         return values[0]

@@ -107,11 +107,18 @@ def cox_sort_keys(time):
     end gives the log of each sample's risk set ``{j : time_j >= time_i}``
     (Breslow's handling of ties).
     """
-    order = np.argsort(-time, kind="mergesort")
-    t_sorted = time[order]
-    # positions are in descending time; the group of position p ends at the last q with t_sorted[q] == t_sorted[p]
-    last = np.searchsorted(-t_sorted, -t_sorted, side="right") - 1
-    return order, last
+    order = _descending_order(time)
+    return order, _tie_group_ends(time[order])
+
+
+def _descending_order(time):
+    """Stable descending-time order (numpy)."""
+    return np.argsort(-time, kind="mergesort")
+
+
+def _tie_group_ends(t_sorted):
+    """Per position of times in descending order, the last position q with ``t_sorted[q] == t_sorted[p]``."""
+    return np.searchsorted(-t_sorted, -t_sorted, side="right") - 1
 
 
 def cox_negative_log_likelihood(log_risk, event, last, normalizer):
@@ -139,14 +146,10 @@ def _cox_keys(time, presorted):
         except RuntimeError:  # no storage to read (a tensor inside a torch.func transform): torch's path below
             t = None
         if t is not None:
-            order = None
-            if not presorted:
-                order = np.argsort(-t, kind="mergesort")
-                t = t[order]
-                order = torch.from_numpy(order)
-            if not (t[1:] == t[:-1]).any():
-                return order, None
-            return order, torch.from_numpy(np.searchsorted(-t, -t, side="right") - 1)
+            order = None if presorted else _descending_order(t)
+            if order is not None:
+                t, order = t[order], torch.from_numpy(order)
+            return order, None if (t[1:] != t[:-1]).all() else torch.from_numpy(_tie_group_ends(t))
     order = None if presorted else torch.argsort(time, descending=True, stable=True)
     if order is not None:
         time = time.index_select(0, order)

@@ -36,6 +36,7 @@ loss" (adversarial alternation, rollouts with curricula, meta-episodes) use
 """
 
 import contextlib
+import functools
 import math
 import sys
 import time
@@ -350,14 +351,9 @@ class EarlyStopping:
 
 # -- data plumbing for skorch --------------------------------------------------------------------
 
-_TENSOR_DATA = None
-
-
+@functools.cache
 def _import_torch_data():
     """The trainer's torch ``Dataset`` class, made once (torch is imported lazily)."""
-    global _TENSOR_DATA
-    if _TENSOR_DATA is not None:
-        return _TENSOR_DATA
     import torch
 
     class _TensorData(torch.utils.data.Dataset):
@@ -379,8 +375,7 @@ def _import_torch_data():
         def __getitem__(self, i):
             return self.batch(i)
 
-    _TENSOR_DATA = _TensorData
-    return _TENSOR_DATA
+    return _TensorData
 
 
 class _BatchIterator:
@@ -458,14 +453,9 @@ class _StreamIterator:
 
 # -- the skorch net ------------------------------------------------------------------------------
 
-_NET_CLASSES = None
-
-
+@functools.cache
 def _net_classes():
     """The skorch classes of the trainer, made once (skorch and torch are imported lazily)."""
-    global _NET_CLASSES
-    if _NET_CLASSES is not None:
-        return _NET_CLASSES
     import torch
     from skorch import NeuralNet
     from skorch.callbacks import Callback
@@ -692,8 +682,7 @@ def _net_classes():
                 self.stopped_ = True
                 raise KeyboardInterrupt  # skorch's documented way for a callback to end fit
 
-    _NET_CLASSES = _TrainerNet, _History, _EpochLoss, _Monitor
-    return _NET_CLASSES
+    return _TrainerNet, _History, _EpochLoss, _Monitor
 
 
 def _loss_function(loss, functional, name):
@@ -1124,8 +1113,9 @@ class Trainer:
                                 iterator_train__generator=generator)
             scheduler_factory = _scheduler_factory(self.lr_schedule, n_steps, name)
             stopper = EarlyStopping(n_iter_no_change, self.tol, keep_best=early_stopping)
-            # an L-BFGS solve is one epoch, reported once it has ended: one step of one, no time left to guess
-            planned = max_epochs if lbfgs else max_iter
+            # the notices count what ``progress`` counts: a stream's optimiser steps, else epochs (an L-BFGS solve
+            # is one epoch, reported once it has ended)
+            planned = max_iter if steps_loop else max_epochs
             monitor = _Monitor(stopper, early_stopping, scheduler_factory, name, learning_rate, per_batch=per_batch,
                                reporter=ProgressReporter(name, planned, verbose=0) if not verbose else None,
                                progress=(lambda net: stream.step) if steps_loop else None)
